@@ -1,0 +1,231 @@
+"""Decoder-only LM (Llama 3.x, Qwen2/2.5, Qwen3) as Flax NNX modules.
+
+One forward serves training (no cache, mask built from the padding mask),
+prefill and decoding (a KV cache written at a shared slot offset, with a
+[B, T, S] mask the sampler builds). Positions are per row, so a left-padded
+row gives the same result as the row alone.
+"""
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from models.config import DecoderConfig
+from models.layers import Embed, Linear, RMSNorm, apply_rope, rope_inverse_frequencies
+from models.sharding import constrain
+
+_NEG = -1e30  # added to masked scores; finite so fully masked rows stay NaN-free
+
+
+class KVCache(NamedTuple):
+    """Keys and values of every layer: [layers, batch, slots, kv_heads, head_dim]."""
+
+    k: jax.Array
+    v: jax.Array
+
+    @staticmethod
+    def zeros(cfg: DecoderConfig, batch: int, slots: int) -> "KVCache":
+        shape = (cfg.num_layers, batch, slots, cfg.num_kv_heads, cfg.head_dim)
+        return KVCache(jnp.zeros(shape, cfg.jnp_dtype), jnp.zeros(shape, cfg.jnp_dtype))
+
+    @property
+    def slots(self) -> int:
+        return self.k.shape[2]
+
+
+def causal_mask(input_mask: jax.Array) -> jax.Array:
+    """[B, T] validity -> [B, T, T] attention mask: causal and valid keys only."""
+    t = input_mask.shape[1]
+    causal = jnp.tril(jnp.ones((t, t), bool))
+    return causal[None] & input_mask[:, None, :].astype(bool)
+
+
+def positions_from_mask(input_mask: jax.Array, start: jax.Array | int = 0) -> jax.Array:
+    """Per-row positions that skip padding: the i-th valid token gets start + i."""
+    m = input_mask.astype(jnp.int32)
+    return jnp.maximum(jnp.cumsum(m, axis=1) - 1, 0) + jnp.asarray(start, jnp.int32)[..., None]
+
+
+class Attention(nnx.Module):
+    def __init__(self, cfg: DecoderConfig, rngs: nnx.Rngs):
+        d, hd = cfg.hidden_size, cfg.head_dim
+        kw = dict(rngs=rngs, param_dtype=cfg.jnp_param_dtype, dtype=cfg.jnp_dtype)
+        self.q_proj = Linear(d, cfg.num_heads * hd, axes=("embed", "heads"), bias=cfg.qkv_bias, **kw)
+        self.k_proj = Linear(d, cfg.num_kv_heads * hd, axes=("embed", "kv_heads"),
+                             bias=cfg.qkv_bias, **kw)
+        self.v_proj = Linear(d, cfg.num_kv_heads * hd, axes=("embed", "kv_heads"),
+                             bias=cfg.qkv_bias, **kw)
+        self.o_proj = Linear(cfg.num_heads * hd, d, axes=("heads", "embed"), bias=cfg.o_bias, **kw)
+        if cfg.qk_norm:
+            norm_kw = dict(eps=cfg.rms_norm_eps, param_dtype=cfg.jnp_param_dtype, axes=("head_dim",))
+            self.q_norm = RMSNorm(hd, **norm_kw)
+            self.k_norm = RMSNorm(hd, **norm_kw)
+        else:
+            self.q_norm = self.k_norm = None
+        self.cfg = cfg
+
+    def __call__(self, x, positions, mask, inv_freq, k_cache=None, v_cache=None, offset=None):
+        cfg = self.cfg
+        b, t, _ = x.shape
+        q = self.q_proj(x).reshape(b, t, cfg.num_heads, cfg.head_dim)
+        k = self.k_proj(x).reshape(b, t, cfg.num_kv_heads, cfg.head_dim)
+        v = self.v_proj(x).reshape(b, t, cfg.num_kv_heads, cfg.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = apply_rope(q, positions, inv_freq)
+        k = apply_rope(k, positions, inv_freq)
+        if k_cache is not None:
+            # All rows share the slot offset (rows are aligned by left padding).
+            k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, k.astype(k_cache.dtype), offset, 1)
+            v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, v.astype(v_cache.dtype), offset, 1)
+            k, v = k_cache, v_cache
+        groups = cfg.num_heads // cfg.num_kv_heads
+        q = q.reshape(b, t, cfg.num_kv_heads, groups, cfg.head_dim)
+        scores = jnp.einsum("btkgd,bskd->bkgts", q, k.astype(q.dtype)).astype(jnp.float32)
+        scores = scores * (cfg.head_dim ** -0.5)
+        scores = jnp.where(mask[:, None, None, :, :], scores, _NEG)
+        probs = jax.nn.softmax(scores, axis=-1).astype(q.dtype)
+        out = jnp.einsum("bkgts,bskd->btkgd", probs, v.astype(q.dtype))
+        out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
+        return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), k_cache, v_cache
+
+
+class MLP(nnx.Module):
+    """SwiGLU: down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, cfg: DecoderConfig, rngs: nnx.Rngs):
+        d, f = cfg.hidden_size, cfg.intermediate_size
+        kw = dict(rngs=rngs, param_dtype=cfg.jnp_param_dtype, dtype=cfg.jnp_dtype, bias=cfg.mlp_bias)
+        self.gate_proj = Linear(d, f, axes=("embed", "mlp"), **kw)
+        self.up_proj = Linear(d, f, axes=("embed", "mlp"), **kw)
+        self.down_proj = Linear(f, d, axes=("mlp", "embed"), **kw)
+
+    def __call__(self, x):
+        h = jax.nn.silu(self.gate_proj(x)) * self.up_proj(x)
+        return self.down_proj(constrain(h, ("batch", "seq", "act_mlp")))
+
+
+class DecoderLayer(nnx.Module):
+    def __init__(self, cfg: DecoderConfig, rngs: nnx.Rngs):
+        norm_kw = dict(eps=cfg.rms_norm_eps, param_dtype=cfg.jnp_param_dtype)
+        self.input_norm = RMSNorm(cfg.hidden_size, **norm_kw)
+        self.attn = Attention(cfg, rngs)
+        self.post_attn_norm = RMSNorm(cfg.hidden_size, **norm_kw)
+        self.mlp = MLP(cfg, rngs)
+
+    def __call__(self, x, positions, mask, inv_freq, k_cache=None, v_cache=None, offset=None):
+        h, k_cache, v_cache = self.attn(self.input_norm(x), positions, mask, inv_freq,
+                                        k_cache, v_cache, offset)
+        x = x + h
+        x = x + self.mlp(self.post_attn_norm(x))
+        return constrain(x, ("batch", "seq", "act_embed")), k_cache, v_cache
+
+
+class Decoder(nnx.Module):
+    """The language model. ``__call__`` returns logits; ``hidden_states`` and
+    ``unembedding`` feed the fused log-prob kernel without [N, V] logits."""
+
+    def __init__(self, cfg: DecoderConfig, rngs: nnx.Rngs):
+        self.cfg = cfg
+        self.embed = Embed(cfg.vocab_size, cfg.hidden_size, rngs=rngs,
+                           param_dtype=cfg.jnp_param_dtype, dtype=cfg.jnp_dtype)
+        if cfg.scan_layers:
+            @nnx.split_rngs(splits=cfg.num_layers)
+            @nnx.vmap(in_axes=(0,), out_axes=0)
+            def make_layers(r):
+                return DecoderLayer(cfg, r)
+            self.layers = make_layers(rngs)
+        else:
+            self.layers = nnx.List([DecoderLayer(cfg, rngs) for _ in range(cfg.num_layers)])
+        self.final_norm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps,
+                                  param_dtype=cfg.jnp_param_dtype)
+        self.lm_head = None if cfg.tie_embeddings else Linear(
+            cfg.hidden_size, cfg.vocab_size, axes=("embed", "vocab"), bias=False, rngs=rngs,
+            param_dtype=cfg.jnp_param_dtype, dtype=cfg.jnp_dtype)
+
+    def unembedding(self) -> jax.Array:
+        """The [d, V] output matrix (the embedding's transpose when tied)."""
+        if self.lm_head is None:
+            return self.embed.embedding[...].T
+        return self.lm_head.kernel[...]
+
+    def hidden_states(self, tokens, positions=None, mask=None, cache: KVCache | None = None,
+                      offset=None, input_mask=None):
+        """Final-norm hidden states [B, T, d] (and the updated cache).
+
+        Without a cache, pass ``input_mask`` [B, T] (1 = real token) and the
+        causal mask and positions are derived from it. With a cache, pass
+        ``positions`` [B, T], ``mask`` [B, T, slots] and the slot ``offset``.
+        """
+        cfg = self.cfg
+        if cache is None:
+            if input_mask is None:
+                input_mask = jnp.ones(tokens.shape, bool)
+            mask = causal_mask(input_mask) if mask is None else mask
+            positions = positions_from_mask(input_mask) if positions is None else positions
+        elif positions is None or mask is None or offset is None:
+            raise ValueError("with a cache, positions, mask and offset are required")
+        inv_freq = rope_inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
+        x = constrain(self.embed(tokens), ("batch", "seq", "act_embed"))
+        x, new_cache = self._run_layers(x, positions, mask, inv_freq, cache, offset)
+        return self.final_norm(x), new_cache
+
+    def _run_layers(self, x, positions, mask, inv_freq, cache, offset):
+        cfg = self.cfg
+
+        def layer_fn(graphdef, state, h, kc, vc):
+            return nnx.merge(graphdef, state)(h, positions, mask, inv_freq, kc, vc, offset)
+
+        if cfg.remat:  # recompute each layer's activations in the backward pass
+            layer_fn = jax.checkpoint(layer_fn, static_argnums=(0,))
+        if cfg.scan_layers:
+            graphdef, layer_state = nnx.split(self.layers)
+            if cache is None:
+                def body(h, st):
+                    return layer_fn(graphdef, st, h, None, None)[0], None
+                x, _ = jax.lax.scan(body, x, layer_state)
+                return x, None
+
+            def body_cached(h, xs):
+                st, kc, vc = xs
+                h, kc, vc = layer_fn(graphdef, st, h, kc, vc)
+                return h, (kc, vc)
+            x, (k, v) = jax.lax.scan(body_cached, x, (layer_state, cache.k, cache.v))
+            return x, KVCache(k, v)
+        ks, vs = [], []
+        for i, layer in enumerate(self.layers):
+            graphdef, state = nnx.split(layer)
+            kc = None if cache is None else cache.k[i]
+            vc = None if cache is None else cache.v[i]
+            x, kc, vc = layer_fn(graphdef, state, x, kc, vc)
+            ks.append(kc)
+            vs.append(vc)
+        return x, (None if cache is None else KVCache(jnp.stack(ks), jnp.stack(vs)))
+
+    def __call__(self, tokens, positions=None, mask=None, cache=None, offset=None,
+                 input_mask=None):
+        """Logits [B, T, V] in fp32 (and the updated cache, None without one)."""
+        h, new_cache = self.hidden_states(tokens, positions, mask, cache, offset, input_mask)
+        logits = jnp.dot(h, self.unembedding().astype(h.dtype), preferred_element_type=jnp.float32)
+        return constrain(logits, ("batch", "seq", "act_vocab")), new_cache
+
+
+def init_decoder(cfg: DecoderConfig, seed: int = 0, mesh=None, rules=None) -> Decoder:
+    """A randomly initialised decoder; with a mesh, each parameter is created
+    directly on its rule-given sharding (never whole on one device)."""
+    if mesh is None:
+        return Decoder(cfg, nnx.Rngs(seed))
+    from models.sharding import DEFAULT_RULES, state_shardings
+    abstract = nnx.eval_shape(lambda: Decoder(cfg, nnx.Rngs(seed)))
+    graphdef, abstract_state = nnx.split(abstract)
+    shardings = state_shardings(abstract_state, mesh, rules or DEFAULT_RULES)
+
+    @functools.partial(jax.jit, out_shardings=shardings)
+    def make_state():
+        return nnx.split(Decoder(cfg, nnx.Rngs(seed)))[1]
+
+    return nnx.merge(graphdef, make_state())
