@@ -1,0 +1,255 @@
+"""Batched generation with an explicit KV cache, compiled once per shape bucket.
+
+Layout of a batch in the cache: all rows share slot numbers (a prompt block
+is left-padded so rows end together); a [B, slots] validity mask says which
+slots hold real tokens, and each row keeps its own next position, so padding
+never shifts positions. A multi-turn conversation continues from the cache:
+new tokens (the environment's reply) are written as one more left-padded
+block after the existing slots, without re-encoding what came before.
+
+The token that ended a row's generation (EOS, stop string) is kept and goes
+into the cache at the start of the next block ("pending"), so a continued
+conversation is the exact concatenation of everything sampled and appended.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from models.decoder import Decoder, KVCache
+from models.sampling_ops import SamplingConfig, sample_tokens
+
+
+@dataclasses.dataclass
+class GenerationState:
+    """The cache of a batch between calls (host-side bookkeeping + device arrays)."""
+
+    cache: KVCache
+    valid: jax.Array  # [B, slots] bool: slot holds a real token of that row
+    offset: int  # first free slot (shared by all rows)
+    next_pos: np.ndarray  # [B] position the next token of each row gets
+    pending: list[list[int]]  # sampled tokens not yet written to the cache
+
+
+@dataclasses.dataclass
+class GenerationResult:
+    tokens: list[list[int]]  # new tokens per row, stop token / string included
+    logprobs: list[np.ndarray]  # their log-probs (see sample_tokens)
+    stop_reason: list[str]  # "eos", "stop_string", "length", or "inactive"
+    state: GenerationState
+
+
+def _round_up(n: int, bucket: int) -> int:
+    return max(bucket, -(-n // bucket) * bucket)
+
+
+class Sampler:
+    """Generates from a Decoder. ``update_params`` swaps in new weights
+    (e.g. after a training step) without recompiling."""
+
+    def __init__(self, model: Decoder, *, pad_id: int = 0, prompt_bucket: int = 32,
+                 cache_bucket: int = 128, new_tokens_bucket: int = 32):
+        self.graphdef, self.params = nnx.split(model)
+        self.cfg = model.cfg
+        self.pad_id = pad_id
+        self.prompt_bucket, self.cache_bucket = prompt_bucket, cache_bucket
+        self.new_tokens_bucket = new_tokens_bucket
+        self._prefill = jax.jit(functools.partial(_prefill, self.graphdef), static_argnums=(7,),
+                                donate_argnums=(1,))
+        self._decode = jax.jit(functools.partial(_decode_chunk, self.graphdef),
+                               donate_argnums=(1,))
+
+    def update_params(self, model_or_state) -> None:
+        self.params = (nnx.state(model_or_state) if isinstance(model_or_state, nnx.Module)
+                       else model_or_state)
+
+    def generate(self, prompts: Sequence[Sequence[int]], config: SamplingConfig,
+                 rng: jax.Array | int = 0, state: GenerationState | None = None,
+                 decode: Callable[[list[int]], str] | None = None) -> GenerationResult:
+        """Samples continuations of ``prompts`` (token ids, one list per row).
+
+        With ``state`` (from a previous call on the same rows), each prompt is
+        appended to that row's conversation. A row with nothing to add (empty
+        prompt and nothing pending) is inactive: it gets no new tokens.
+        ``decode`` (ids -> text) is required when stop strings are given.
+        """
+        if config.stop_strings and decode is None:
+            raise ValueError("stop_strings need a decode function (token ids -> text)")
+        rng = jax.random.PRNGKey(rng) if isinstance(rng, int) else rng
+        b = len(prompts)
+        if state is not None and len(state.pending) != b:
+            raise ValueError(f"state holds {len(state.pending)} rows, got {b} prompts")
+        blocks = [list(state.pending[i]) if state else [] for i in range(b)]
+        for i, p in enumerate(prompts):
+            if any((not isinstance(t, (int, np.integer))) or t < 0 or t >= self.cfg.vocab_size
+                   for t in p):
+                raise ValueError(f"prompt {i} has token ids outside [0, {self.cfg.vocab_size})")
+            blocks[i] = blocks[i] + list(p)
+        active = np.array([len(x) > 0 for x in blocks])
+        t = _round_up(max(1, max(len(x) for x in blocks)), self.prompt_bucket)
+        max_new = _round_up(config.max_new_tokens, self.new_tokens_bucket)
+        tokens = np.full((b, t), self.pad_id, np.int32)
+        tmask = np.zeros((b, t), bool)
+        for i, x in enumerate(blocks):
+            if x:
+                tokens[i, t - len(x):] = x
+                tmask[i, t - len(x):] = True
+        state = self._fit_cache(state, b, t + max_new)
+        stop_ids = jnp.asarray(list(config.stop_token_ids) or [-1], jnp.int32)
+        knobs = (jnp.float32(config.temperature), jnp.int32(config.top_k),
+                 jnp.float32(config.top_p), jnp.int32(config.max_new_tokens), stop_ids)
+        rng, sub = jax.random.split(rng)
+        carry = self._prefill(
+            self.params, (state.cache, state.valid), jnp.int32(state.offset),
+            jnp.asarray(state.next_pos, jnp.int32), jnp.asarray(tokens), jnp.asarray(tmask),
+            jnp.asarray(active), max_new, sub, knobs)
+        first_decode_slot = state.offset + t
+        alive_host = np.array(carry["alive"])
+        cut = [None] * b
+        step = 1
+        while alive_host.any() and step < config.max_new_tokens:
+            stop_at = min(step + config.check_every, config.max_new_tokens)
+            carry = self._decode(self.params, carry, jnp.int32(stop_at), knobs)
+            step = int(carry["i"])
+            alive_host = np.array(carry["alive"])
+            if config.stop_strings:
+                alive_host = self._check_stop_strings(carry, alive_host, cut, config, decode)
+                carry["alive"] = jnp.asarray(alive_host)
+        return self._finish(carry, cut, active, first_decode_slot, config)
+
+    def _fit_cache(self, state, b, extra) -> GenerationState:
+        if state is None:
+            slots = _round_up(extra, self.cache_bucket)
+            return GenerationState(KVCache.zeros(self.cfg, b, slots), jnp.zeros((b, slots), bool),
+                                   0, np.zeros(b, np.int32), [[] for _ in range(b)])
+        need = state.offset + extra
+        if need <= state.cache.slots:
+            return state
+        grow = _round_up(need, self.cache_bucket) - state.cache.slots
+        pad = [(0, 0)] * 5
+        pad[2] = (0, grow)
+        cache = KVCache(jnp.pad(state.cache.k, pad), jnp.pad(state.cache.v, pad))
+        return dataclasses.replace(state, cache=cache, valid=jnp.pad(state.valid, ((0, 0), (0, grow))))
+
+    def _check_stop_strings(self, carry, alive, cut, config, decode):
+        out = np.asarray(carry["out"])
+        n = np.asarray(carry["n_emitted"])
+        for i in range(len(alive)):
+            if cut[i] is not None or n[i] == 0:
+                continue
+            text = decode(out[i, :n[i]].tolist())
+            if not any(s in text for s in config.stop_strings):
+                continue
+            # Smallest prefix whose text contains a stop string.
+            lo, hi = 1, int(n[i])
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if any(s in decode(out[i, :mid].tolist()) for s in config.stop_strings):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            cut[i] = lo
+            alive[i] = False
+        return alive
+
+    def _finish(self, carry, cut, active, first_decode_slot, config) -> GenerationResult:
+        out = np.asarray(carry["out"])
+        lps = np.asarray(carry["out_lp"])
+        n = np.asarray(carry["n_emitted"]).copy()
+        fed = np.asarray(carry["fed"]).copy()
+        next_pos = np.asarray(carry["next_pos"]).copy()
+        valid = np.asarray(carry["valid"]).copy()
+        stop_ids = set(config.stop_token_ids)
+        tokens, logprobs, reasons, pending = [], [], [], []
+        for i in range(len(n)):
+            reason = "length"
+            if cut[i] is not None:
+                if fed[i] > cut[i]:  # drop tokens sampled past the stop string
+                    valid[i, first_decode_slot + cut[i]:first_decode_slot + fed[i]] = False
+                    next_pos[i] -= fed[i] - cut[i]
+                    fed[i] = cut[i]
+                n[i] = cut[i]
+                reason = "stop_string"
+            elif n[i] and int(out[i, n[i] - 1]) in stop_ids:
+                reason = "eos"
+            if not active[i]:
+                reason = "inactive"
+            tokens.append(out[i, :n[i]].tolist())
+            logprobs.append(lps[i, :n[i]].copy())
+            reasons.append(reason)
+            pending.append(out[i, fed[i]:n[i]].tolist())
+        state = GenerationState(
+            KVCache(carry["k"], carry["v"]), jnp.asarray(valid), int(carry["offset"]),
+            next_pos, pending)
+        return GenerationResult(tokens, logprobs, reasons, state)
+
+
+def _forward_last(graphdef, params, tokens, positions, mask, cache, offset):
+    model = nnx.merge(graphdef, params)
+    hidden, cache = model.hidden_states(tokens, positions, mask, cache, offset)
+    logits = jnp.dot(hidden[:, -1], model.unembedding().astype(hidden.dtype),
+                     preferred_element_type=jnp.float32)
+    return logits, cache
+
+
+def _prefill(graphdef, params, cache_and_valid, offset, next_pos, tokens, tmask, active,
+             max_new, rng, knobs):
+    """Writes a left-padded block into the cache and samples the first token."""
+    (cache, valid) = cache_and_valid
+    temperature, top_k, top_p, limit, stop_ids = knobs
+    b, t = tokens.shape
+    slots = cache.slots
+    positions = next_pos[:, None] + jnp.maximum(jnp.cumsum(tmask, axis=1) - 1, 0)
+    valid = jax.lax.dynamic_update_slice(valid, tmask, (0, offset))
+    query_slot = offset + jnp.arange(t)
+    mask = valid[:, None, :] & (jnp.arange(slots)[None, None, :] <= query_slot[None, :, None])
+    logits, cache = _forward_last(graphdef, params, tokens, positions, mask, cache, offset)
+    tok, lp = sample_tokens(logits, rng, temperature, top_k, top_p)
+    out = jnp.zeros((b, max_new), jnp.int32).at[:, 0].set(jnp.where(active, tok, 0))
+    out_lp = jnp.zeros((b, max_new), jnp.float32).at[:, 0].set(jnp.where(active, lp, 0.0))
+    n_emitted = active.astype(jnp.int32)
+    alive = active & ~jnp.isin(tok, stop_ids) & (n_emitted < limit)
+    return dict(k=cache.k, v=cache.v, valid=valid, offset=offset + t,
+                next_pos=next_pos + tmask.sum(1).astype(jnp.int32), cur=tok, cur_valid=active,
+                alive=alive, out=out, out_lp=out_lp, n_emitted=n_emitted,
+                fed=jnp.zeros((b,), jnp.int32), i=jnp.int32(1), rng=rng)
+
+
+def _decode_chunk(graphdef, params, carry, stop_at, knobs):
+    """Decodes one token per step until ``stop_at`` steps or no row is alive."""
+    temperature, top_k, top_p, limit, stop_ids = knobs
+    max_new = carry["out"].shape[1]
+
+    def cond(c):
+        return (c["i"] < jnp.minimum(stop_at, max_new)) & c["alive"].any()
+
+    def body(c):
+        c = dict(c)
+        off = c["offset"]
+        valid = c["valid"].at[:, off].set(c["cur_valid"])
+        slots = valid.shape[1]
+        mask = valid[:, None, :] & (jnp.arange(slots)[None, None, :] <= off)
+        logits, cache = _forward_last(graphdef, params, c["cur"][:, None],
+                                      c["next_pos"][:, None], mask,
+                                      KVCache(c["k"], c["v"]), off)
+        step_valid = c["cur_valid"].astype(jnp.int32)
+        rng, sub = jax.random.split(c["rng"])
+        tok, lp = sample_tokens(logits, sub, temperature, top_k, top_p)
+        emit = c["alive"]
+        i = c["i"]
+        c.update(
+            k=cache.k, v=cache.v, valid=valid, offset=off + 1, rng=rng,
+            next_pos=c["next_pos"] + step_valid, fed=c["fed"] + step_valid,
+            out=c["out"].at[:, i].set(jnp.where(emit, tok, 0)),
+            out_lp=c["out_lp"].at[:, i].set(jnp.where(emit, lp, 0.0)),
+            n_emitted=c["n_emitted"] + emit.astype(jnp.int32), cur=tok, cur_valid=emit, i=i + 1)
+        c["alive"] = emit & ~jnp.isin(tok, stop_ids) & (c["n_emitted"] < limit)
+        return c
+
+    return jax.lax.while_loop(cond, body, carry)
