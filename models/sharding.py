@@ -117,15 +117,41 @@ def _variable_axes(v: nnx.Variable) -> tuple:
     return axes
 
 
+def _is_variable(x) -> bool:
+    return isinstance(x, nnx.Variable)
+
+
 def state_shardings(state: nnx.State, mesh: Mesh, rules: Mapping[str, Any] = DEFAULT_RULES):
-    """NamedSharding for every variable of an nnx.State (abstract or concrete)."""
+    """NamedSharding for every variable of an nnx.State (abstract or concrete).
+
+    The result has the same tree structure as ``state`` (each Variable holds
+    its sharding), so it serves as jit in/out_shardings and for device_put.
+    """
     def one(v):
-        return NamedSharding(mesh, logical_to_spec(_variable_axes(v), _shape(v), mesh, rules))
-    return jax.tree.map(one, state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+        spec = logical_to_spec(_variable_axes(v), _shape(v), mesh, rules)
+        return v.replace(NamedSharding(mesh, spec))
+    return jax.tree.map(one, state, is_leaf=_is_variable)
+
+
+def optimizer_shardings(tx, params: nnx.State, mesh: Mesh,
+                        rules: Mapping[str, Any] = DEFAULT_RULES):
+    """Shardings of ``tx.init(params)``: moments follow their parameter's
+    sharding, scalars (step counts) are replicated."""
+    import optax
+
+    abstract = jax.eval_shape(tx.init, params)
+    return optax.tree_map_params(
+        tx, lambda _, s: s, abstract, state_shardings(params, mesh, rules),
+        transform_non_params=lambda _: NamedSharding(mesh, P()), is_leaf=_is_variable)
+
+
+def init_optimizer(tx, params: nnx.State, mesh: Mesh, rules: Mapping[str, Any] = DEFAULT_RULES):
+    """``tx.init(params)`` created directly on its shardings (never on one device)."""
+    return jax.jit(tx.init, out_shardings=optimizer_shardings(tx, params, mesh, rules))(params)
 
 
 def state_logical_axes(state: nnx.State):
-    return jax.tree.map(_variable_axes, state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+    return jax.tree.map(_variable_axes, state, is_leaf=_is_variable)
 
 
 def shard_state(state: nnx.State, mesh: Mesh, rules: Mapping[str, Any] = DEFAULT_RULES):
