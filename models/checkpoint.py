@@ -89,22 +89,31 @@ class SafetensorsDir:
         self.weight_map: dict[str, str] = weight_map
         self._files: dict[str, Any] = {}
 
+    def resolve(self, name: str) -> str:
+        """The stored name of ``name``; base-model checkpoints (e.g. embedding
+        models saved without an LM head) drop the "model." prefix."""
+        if name not in self.weight_map and name.startswith("model."):
+            if name[len("model."):] in self.weight_map:
+                return name[len("model."):]
+        return name
+
     def _file(self, name: str):
+        name = self.resolve(name)
         fname = self.weight_map[name]
         if fname not in self._files:
             self._files[fname] = safe_open(os.path.join(self.path, fname), framework="np")
         return self._files[fname]
 
     def shape(self, name: str) -> tuple[int, ...]:
-        return tuple(self._file(name).get_slice(name).get_shape())
+        return tuple(self._file(name).get_slice(self.resolve(name)).get_shape())
 
     def read(self, name: str, index: tuple = ()) -> np.ndarray:
         """The slice ``index`` of tensor ``name`` (reads only that slice)."""
-        sl = self._file(name).get_slice(name)
+        sl = self._file(name).get_slice(self.resolve(name))
         return sl[index] if index else sl[:]
 
     def __contains__(self, name: str) -> bool:
-        return name in self.weight_map
+        return self.resolve(name) in self.weight_map
 
 
 def _flatten(tree: Mapping, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
@@ -145,7 +154,7 @@ def load_checkpoint(path: str, mesh=None, rules=None, **config_overrides) -> Dec
         missing = [n for n in names if n not in tensors]
         if missing:
             raise KeyError(f"checkpoint {path!r} lacks {missing[0]} (needed for {'/'.join(map(str, p))})")
-        used.update(names)
+        used.update(tensors.resolve(n) for n in names)
         expected = tuple(leaf.shape[1:] if stacked else leaf.shape)
         got = tensors.shape(names[0])
         if (got[::-1] if transpose else got) != expected:
