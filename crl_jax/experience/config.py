@@ -1,0 +1,95 @@
+"""Configuration of the experience pipeline (bank + manager), one frozen dataclass."""
+from __future__ import annotations
+
+import dataclasses
+
+PUBLISH_MODES = ("copy", "double_buffer")
+INDEX_DTYPES = ("f32", "bf16", "f16")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperienceConfig:
+    """Every knob of the experience bank and manager.
+
+    Defaults follow the paper (PAPER.md section 1): cap 20,000, N=16, K=1,
+    lambda=0.4, recency window 300 s, batches of 16 with 1 ms max wait, LRU
+    cache of 1,000 queries, W=4 search workers, cooldown delta=1, alpha=0.5,
+    extractor batches of 64, at most 3 operations per extractor call, merge
+    chunks of 5.
+    """
+
+    # Bank.
+    cap: int = 20_000
+    per_task: bool = False  # one index per task key (multi-task tables) or one for all
+    index_dtype: str = "f32"
+    connectivity: int = 16
+    expansion_add: int = 64
+    expansion_search: int = 64
+    # "copy": the writer serialises its master index once per publish and every
+    # reader slot maps a zero-copy view of those bytes. "double_buffer": two sets
+    # of per-slot indexes alternate; the writer replays the last batch on the
+    # stale set after its readers have left it. The benchmark decides (see
+    # experiments/bench_experience.py); copy won on 2 cores.
+    publish_mode: str = "copy"
+    stats_flush_s: float = 0.05  # writer publishes pending usage events at least this often
+    grace_timeout_s: float = 10.0  # double_buffer: max wait for readers to leave a stale set
+    # Retrieval (Eq. 6).
+    oversample_n: int = 16
+    top_k: int = 1
+    diversity_lambda: float = 0.4
+    recency_window_s: float = 300.0
+    released_top1_shuffle: bool = False  # released code: move a recent top-1 to the end w.p. 0.5
+    released_shuffle_prob: float = 0.5
+    # Manager search path.
+    batch_size: int = 16
+    max_wait_s: float = 0.001
+    cache_size: int = 1000
+    workers: int = 4
+    # Extractor training (Eq. 7) and consolidation.
+    cooldown_delta: int = 1
+    reweight_alpha: float = 0.5
+    train_batch_size: int = 64
+    max_ops_per_call: int = 3
+    max_entry_chars: int = 4000
+    consolidation_context: int = 3  # entries shown to the extractor besides the guiding one
+    merge_chunk: int = 5
+    merge_carry: int = 1
+    # Waits on other threads never block forever.
+    thread_timeout_s: float = 30.0
+
+    def __post_init__(self):
+        positive_ints = ("cap", "connectivity", "expansion_add", "expansion_search", "oversample_n",
+                         "top_k", "batch_size", "cache_size", "workers", "train_batch_size",
+                         "max_ops_per_call", "max_entry_chars", "merge_chunk")
+        for name in positive_ints:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"ExperienceConfig.{name} must be an int >= 1, got {value!r}")
+        for name in ("cooldown_delta", "consolidation_context", "merge_carry"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"ExperienceConfig.{name} must be an int >= 0, got {value!r}")
+        if self.merge_carry >= self.merge_chunk:
+            raise ValueError(f"ExperienceConfig.merge_carry ({self.merge_carry}) must be smaller "
+                             f"than merge_chunk ({self.merge_chunk})")
+        non_negative = ("diversity_lambda", "recency_window_s", "max_wait_s", "reweight_alpha")
+        for name in non_negative:
+            if not float(getattr(self, name)) >= 0.0:
+                raise ValueError(f"ExperienceConfig.{name} must be >= 0, got {getattr(self, name)!r}")
+        for name in ("stats_flush_s", "grace_timeout_s", "thread_timeout_s"):
+            if not float(getattr(self, name)) > 0.0:
+                raise ValueError(f"ExperienceConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0.0 <= self.released_shuffle_prob <= 1.0:
+            raise ValueError(f"ExperienceConfig.released_shuffle_prob must be in [0, 1], "
+                             f"got {self.released_shuffle_prob!r}")
+        if self.publish_mode not in PUBLISH_MODES:
+            raise ValueError(f"ExperienceConfig.publish_mode must be one of {PUBLISH_MODES}, "
+                             f"got {self.publish_mode!r}")
+        if self.index_dtype not in INDEX_DTYPES:
+            raise ValueError(f"ExperienceConfig.index_dtype must be one of {INDEX_DTYPES}, "
+                             f"got {self.index_dtype!r}")
+
+    @property
+    def candidate_pool(self) -> int:
+        """N*K candidates searched before the Eq. 6 re-ranking."""
+        return self.oversample_n * self.top_k

@@ -1,0 +1,228 @@
+"""The manager's background track: consolidation, periodic merge, search-and-ask.
+
+Each function runs on a manager background thread and takes the manager as
+its first argument. The extractor and the merge decision are injected
+callables (the real extractor model comes with the trainer); malformed output
+is counted and skipped, never raised into the training loop.
+"""
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Callable
+
+import numpy as np
+
+from crl_jax.experience.embedders import embed_checked
+from crl_jax.experience.entries import AddEntry, DeleteEntry, Entry, UpdateEntry
+from crl_jax.experience.operations import AddOperation, UpdateOperation, parse_operations, parse_rewrite
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeRecord:
+    """A finished episode, queued for consolidation."""
+
+    goal: str
+    trajectory: str
+    success: bool
+    task_key: str = ""
+    guiding_entry_id: int | None = None
+    step: int = 0
+    asked_sample_keys: tuple[str, ...] = ()  # search-and-ask exchanges made during the episode
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractionRequest:
+    """What the extractor is asked. Operation indices refer to positions in `shown_entries`."""
+
+    kind: str  # "consolidate" or "ask"
+    shown_entries: tuple[Entry, ...]
+    goal: str = ""
+    trajectory: str = ""
+    success: bool | None = None
+    query: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractorReply:
+    prompt: str  # the rendered prompt (kept as extractor training data)
+    response: str
+
+
+Extractor = Callable[[ExtractionRequest], ExtractorReply]
+Merger = Callable[[list[str]], list[str]]  # window texts -> texts to keep (exact copies keep the entry)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsolidationReport:
+    sample_key: str | None
+    added_ids: tuple[int, ...] = ()
+    updated_ids: tuple[int, ...] = ()
+    deleted_ids: tuple[int, ...] = ()
+    rejected: tuple[str, ...] = ()
+    version: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class MergeReport:
+    task_key: str
+    calls: int
+    kept_ids: tuple[int, ...] = ()
+    added_ids: tuple[int, ...] = ()
+    deleted_ids: tuple[int, ...] = ()
+    rejected: tuple[str, ...] = ()
+    version: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class AskResult:
+    text: str | None  # the rewritten entry for the actor (None: the bank had nothing)
+    entry: Entry | None
+    sample_key: str | None
+
+
+def _new_key(kind: str) -> str:
+    return f"{kind}-{uuid.uuid4().hex[:16]}"
+
+
+def _call_extractor(manager, request: ExtractionRequest) -> ExtractorReply:
+    reply = manager.extractor(request)
+    if not isinstance(reply, ExtractorReply):
+        raise TypeError(f"the extractor must return ExtractorReply, got {type(reply).__name__}")
+    manager.count("extractor_calls")
+    return reply
+
+
+def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
+    config, bank = manager.config, manager.bank
+    manager.count("episodes")
+    snapshot = bank.snapshot
+    guiding = snapshot.entries.get(record.guiding_entry_id) if record.guiding_entry_id is not None else None
+    if guiding is not None:  # r(m): the outcome goes to the call that wrote the guiding text
+        manager.training_buffer.credit(guiding.source_call, record.success)
+    for key in record.asked_sample_keys:
+        manager.training_buffer.credit(key, record.success)
+    shown = [guiding] if guiding is not None else []
+    if config.consolidation_context and len(snapshot):
+        related = manager.search(f"goal: {record.goal}", record.task_key, k=config.consolidation_context,
+                                 record=False).result(timeout=config.thread_timeout_s)
+        shown += [r.entry for r in related if guiding is None or r.entry.id != guiding.id]
+    shown = shown[:1 + config.consolidation_context]
+    reply = _call_extractor(manager, ExtractionRequest("consolidate", tuple(shown), record.goal,
+                                                       record.trajectory, record.success))
+    parsed = parse_operations(reply.response, len(shown), config.max_ops_per_call, config.max_entry_chars)
+    rejected = list(parsed.rejected)
+    writes = []
+    used_ids: set[int] = set()
+    for op in parsed.operations:
+        if isinstance(op, UpdateOperation):
+            ids = [shown[i].id for i in op.indices]
+            if used_ids & set(ids):
+                rejected.append(f"update {list(op.indices)}: entries already changed by this call")
+                continue
+            used_ids.update(ids)
+            writes.append((op, ids))
+        elif isinstance(op, AddOperation):
+            writes.append((op, []))
+    manager.count("ops_rejected", len(rejected))
+    manager.count("calls_malformed", 1 if rejected else 0)
+    if not writes:
+        return ConsolidationReport(None, rejected=tuple(rejected))
+    key = _new_key("consolidate")
+    vectors = embed_checked(manager.embedder, [op.text for op, _ in writes])
+    ops, updated, deleted = [], [], []
+    for (op, ids), vector in zip(writes, vectors):
+        if isinstance(op, AddOperation):
+            ops.append(AddEntry(record.task_key, op.text, vector, record.step, reply.prompt, reply.response, key))
+        else:  # Update(indices, entry): the first entry takes the new text, the others merge into it
+            ops.append(UpdateEntry(ids[0], op.text, vector, reply.prompt, reply.response, key))
+            ops += [DeleteEntry(i) for i in ids[1:]]
+            updated.append(ids[0])
+            deleted += ids[1:]
+    try:
+        receipt = bank.apply(ops)
+    except ValueError as exc:  # e.g. an entry evicted since it was shown
+        manager.count("bank_rejections")
+        return ConsolidationReport(None, rejected=tuple(rejected + [f"bank rejected the operations: {exc}"]))
+    manager.count("ops_applied", len(writes))
+    manager.training_buffer.add_sample(key, reply.prompt, reply.response, record.step, "consolidate",
+                                       receipt.added_ids + tuple(updated))
+    return ConsolidationReport(key, receipt.added_ids, tuple(updated), tuple(deleted), tuple(rejected),
+                               receipt.version)
+
+
+def _valid_merge_output(output, max_chars: int) -> bool:
+    return isinstance(output, list) and all(isinstance(t, str) and t.strip() and len(t) <= max_chars
+                                            for t in output)
+
+
+def merge_task(manager, task_key: str, step: int) -> MergeReport:
+    """Periodic merge over one task key's entries, in chunks, carrying the last outputs forward.
+
+    The merger sees carried texts + the next chunk and returns the texts to
+    keep. An output identical to an input keeps that entry (id, statistics);
+    other outputs become new entries; inputs not kept are deleted. The whole
+    merge is applied as one bank request (one publish).
+    """
+    config, bank = manager.config, manager.bank
+    entries = bank.snapshot.task_entries(task_key)
+    if len(entries) < 2:
+        return MergeReport(task_key, 0)
+    carry: list[tuple[str, int | None]] = []
+    committed: list[tuple[str, int | None]] = []
+    rejected, calls = [], 0
+    for start in range(0, len(entries), config.merge_chunk):
+        window = carry + [(e.text, e.id) for e in entries[start:start + config.merge_chunk]]
+        output = manager.merger([text for text, _ in window])
+        calls += 1
+        manager.count("merge_calls")
+        if _valid_merge_output(output, config.max_entry_chars):
+            ids_by_text: dict[str, list] = {}
+            for text, entry_id in window:
+                ids_by_text.setdefault(text, []).append(entry_id)
+            items = [(text, ids_by_text[text].pop(0) if ids_by_text.get(text) else None) for text in output]
+        else:
+            rejected.append(f"merge call {calls}: output must be a list of non-empty strings of at most "
+                            f"{config.max_entry_chars} characters; chunk kept unchanged")
+            items = window
+        if start + config.merge_chunk >= len(entries):
+            committed += items
+            carry = []
+        else:
+            split = max(0, len(items) - config.merge_carry)
+            committed += items[:split]
+            carry = items[split:]
+    manager.count("ops_rejected", len(rejected))
+    kept = [entry_id for _, entry_id in committed if entry_id is not None]
+    kept_set = set(kept)
+    deleted = [e.id for e in entries if e.id not in kept_set]
+    new_texts = [text for text, entry_id in committed if entry_id is None]
+    vectors = embed_checked(manager.embedder, new_texts) if new_texts else np.zeros((0, bank.dim), np.float32)
+    ops = [DeleteEntry(i) for i in deleted] + [AddEntry(task_key, t, v, step) for t, v in zip(new_texts, vectors)]
+    if not ops:
+        return MergeReport(task_key, calls, tuple(kept), rejected=tuple(rejected))
+    try:
+        receipt = bank.apply(ops)
+    except ValueError as exc:  # the bank changed under the merge (eviction): skip this round
+        manager.count("bank_rejections")
+        return MergeReport(task_key, calls, rejected=tuple(rejected + [f"bank rejected the merge: {exc}"]))
+    return MergeReport(task_key, calls, tuple(kept), receipt.added_ids, tuple(deleted), tuple(rejected),
+                       receipt.version)
+
+
+def search_and_ask(manager, query: str, task_key: str, step: int) -> AskResult:
+    """Best entry for an actor's mid-episode query, rewritten by the extractor for the situation."""
+    config = manager.config
+    manager.count("asks")
+    hits = manager.search(query, task_key, k=1).result(timeout=config.thread_timeout_s)
+    if not hits:
+        return AskResult(None, None, None)
+    best = hits[0].entry
+    reply = _call_extractor(manager, ExtractionRequest("ask", (best,), query=query))
+    text = parse_rewrite(reply.response, config.max_entry_chars)
+    if text is None:  # unusable rewrite: the actor still gets the entry as stored
+        manager.count("calls_malformed")
+        return AskResult(best.text, best, None)
+    key = _new_key("ask")
+    manager.training_buffer.add_sample(key, reply.prompt, reply.response, step, "ask", (best.id,))
+    return AskResult(text, best, key)

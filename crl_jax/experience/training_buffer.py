@@ -1,0 +1,104 @@
+"""The extractor's training buffer: samples keyed by the extractor call that produced them.
+
+A sample is one extractor exchange (prompt, response): a consolidation call
+that produced entries, or a search-and-ask rewrite. Its reward r(m) is the
+mean over the trajectories its entries guided of +1 (success) / -1 (failure).
+Batches are drawn when `batch_size` samples have a reward; each drawn sample
+gets the count-aware weight of Eq. 7, computed at draw time.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+
+from crl_jax.experience.reweighting import count_aware_weight
+
+
+@dataclasses.dataclass
+class ExtractorSample:
+    key: str
+    prompt: str
+    response: str
+    kind: str  # "consolidate" or "ask"
+    created_step: int
+    entry_ids: tuple[int, ...] = ()
+    outcomes: list = dataclasses.field(default_factory=list)
+    train_count: int = 0
+    last_trained_step: int | None = None
+
+    @property
+    def reward(self) -> float:
+        return sum(self.outcomes) / len(self.outcomes)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingItem:
+    key: str
+    prompt: str
+    response: str
+    reward: float  # r(m)
+    weight: float  # w(m), Eq. 7
+    train_count: int  # c_train(m) before this draw
+    entry_ids: tuple[int, ...]
+
+
+class ExtractorTrainingBuffer:
+    """Thread-safe (consolidation adds, the trainer draws); not on the read path."""
+
+    def __init__(self, batch_size: int = 64, cooldown_delta: int = 1, alpha: float = 0.5,
+                 max_samples: int = 8192):
+        if batch_size < 1 or max_samples < batch_size:
+            raise ValueError(f"need 1 <= batch_size <= max_samples, got {batch_size}, {max_samples}")
+        self.batch_size, self.cooldown_delta, self.alpha = batch_size, cooldown_delta, alpha
+        self.max_samples = max_samples
+        self._samples: collections.OrderedDict[str, ExtractorSample] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def add_sample(self, key: str, prompt: str, response: str, step: int, kind: str = "consolidate",
+                   entry_ids=()) -> None:
+        with self._lock:
+            if key in self._samples:
+                raise ValueError(f"duplicate extractor sample key {key!r}")
+            self._samples[key] = ExtractorSample(key, prompt, response, kind, step, tuple(entry_ids))
+            while len(self._samples) > self.max_samples:  # oldest first
+                self._samples.popitem(last=False)
+
+    def credit(self, key: str | None, success: bool) -> bool:
+        """Record the outcome of a trajectory guided by this sample's output. False if unknown."""
+        with self._lock:
+            sample = self._samples.get(key) if key is not None else None
+            if sample is None:
+                return False
+            sample.outcomes.append(1.0 if success else -1.0)
+            return True
+
+    def sample(self, key: str) -> ExtractorSample | None:
+        with self._lock:
+            return self._samples.get(key)
+
+    def ready_count(self) -> int:
+        with self._lock:
+            return sum(1 for s in self._samples.values() if s.outcomes)
+
+    def ready(self) -> bool:
+        return self.ready_count() >= self.batch_size
+
+    def draw(self, step: int) -> list[TrainingItem] | None:
+        """A batch of `batch_size` rewarded samples, least-trained first; None if not enough yet."""
+        with self._lock:
+            rewarded = [s for s in self._samples.values() if s.outcomes]
+            if len(rewarded) < self.batch_size:
+                return None
+            chosen = sorted(rewarded, key=lambda s: s.train_count)[:self.batch_size]  # stable: oldest first
+            weights = count_aware_weight([s.train_count for s in chosen], [s.last_trained_step for s in chosen],
+                                         step, self.cooldown_delta, self.alpha)
+            items = [TrainingItem(s.key, s.prompt, s.response, s.reward, float(w), s.train_count, s.entry_ids)
+                     for s, w in zip(chosen, weights)]
+            for s in chosen:
+                s.train_count += 1
+                s.last_trained_step = step
+            return items

@@ -1,0 +1,162 @@
+"""New tokens per second of our KV-cache sampler vs transformers' PyTorch
+`generate`, on the same checkpoint, same prompts, in the same process.
+
+    python experiments/bench_sampler.py            # batch 8 and 32
+    python experiments/bench_sampler.py --quick    # smaller, < 1 minute
+
+Both engines decode greedily for exactly --new_tokens tokens (no EOS stop),
+so the work is identical. Peak memory is the peak resident set size of a
+child process that runs one engine alone (--engine=jax|torch), since both
+engines share the host allocator in the main process. It is reported whole
+and above the child's footprint after imports (the model + cache + work).
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+
+flags.DEFINE_list("batch_sizes", ["8", "32"], "batch sizes to measure")
+flags.DEFINE_integer("prompt_len", 64, "prompt tokens per row")
+flags.DEFINE_integer("new_tokens", 64, "new tokens per row")
+flags.DEFINE_integer("hidden", 256, "model width")
+flags.DEFINE_integer("layers", 4, "decoder layers")
+flags.DEFINE_integer("vocab", 2048, "vocabulary size")
+flags.DEFINE_integer("repeats", 3, "timed repeats (median reported)")
+flags.DEFINE_bool("quick", False, "small run that finishes in under a minute")
+flags.DEFINE_string("json", None, "write results as JSON to this path")
+flags.DEFINE_enum("engine", None, ["jax", "torch"], "internal: run one engine for peak memory")
+flags.DEFINE_string("checkpoint", None, "internal: checkpoint directory")
+FLAGS = flags.FLAGS
+
+
+def _make_checkpoint(path: str) -> None:
+    import torch
+    import transformers
+
+    cfg = transformers.Qwen2Config(
+        vocab_size=FLAGS.vocab, hidden_size=FLAGS.hidden, intermediate_size=FLAGS.hidden * 3,
+        num_hidden_layers=FLAGS.layers, num_attention_heads=FLAGS.hidden // 32,
+        num_key_value_heads=max(1, FLAGS.hidden // 64), tie_word_embeddings=True,
+        max_position_embeddings=4096)
+    torch.manual_seed(0)
+    transformers.Qwen2ForCausalLM(cfg).float().save_pretrained(path)
+
+
+def _prompts(batch: int):
+    import numpy as np
+    rng = np.random.default_rng(batch)
+    return [rng.integers(3, FLAGS.vocab, size=FLAGS.prompt_len).tolist() for _ in range(batch)]
+
+
+def _jax_runner(path: str):
+    from models.checkpoint import load_checkpoint
+    from models.sampler import Sampler
+    from models.sampling_ops import SamplingConfig
+
+    sampler = Sampler(load_checkpoint(path), prompt_bucket=32, cache_bucket=128,
+                      new_tokens_bucket=32)
+    cfg = SamplingConfig(temperature=0.0, max_new_tokens=FLAGS.new_tokens,
+                         check_every=FLAGS.new_tokens)
+
+    def run(prompts):
+        res = sampler.generate(prompts, cfg)
+        return sum(len(t) for t in res.tokens)
+    return run
+
+
+def _torch_runner(path: str):
+    import torch
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(path).float().eval()
+
+    def run(prompts):
+        ids = torch.tensor(prompts)
+        with torch.no_grad():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                 max_new_tokens=FLAGS.new_tokens, min_new_tokens=FLAGS.new_tokens,
+                                 pad_token_id=0, eos_token_id=None)
+        return (out.shape[1] - ids.shape[1]) * out.shape[0]
+    return run
+
+
+def _time(run, prompts) -> float:
+    run(prompts)  # compile / warm up
+    rates = []
+    for _ in range(FLAGS.repeats):
+        start = time.perf_counter()
+        n = run(prompts)
+        rates.append(n / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+def _status_mb(key: str) -> float:
+    # /proc/self/status, not ru_maxrss: ru_maxrss survives exec and would
+    # report the parent's peak.
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"{key} not in /proc/self/status")
+
+
+def _child_peak_rss_mb(engine: str, path: str, batch: int) -> tuple[float, float]:
+    cmd = [sys.executable, os.path.abspath(__file__), f"--engine={engine}", f"--checkpoint={path}",
+           f"--batch_sizes={batch}", f"--new_tokens={FLAGS.new_tokens}",
+           f"--prompt_len={FLAGS.prompt_len}", f"--vocab={FLAGS.vocab}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    base, peak = map(float, out.stdout.strip().splitlines()[-1].split())
+    return peak, peak - base
+
+
+def main(_):
+    if FLAGS.quick:
+        FLAGS.new_tokens, FLAGS.repeats, FLAGS.prompt_len = 32, 2, 32
+    if FLAGS.engine:  # child: one engine, one batch, print peak RSS in MB
+        if FLAGS.engine == "jax":
+            import jax.numpy as jnp  # noqa: F401  (count library imports in the baseline)
+            import models.sampler  # noqa: F401
+        else:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        base = _status_mb("VmRSS")
+        run = (_jax_runner if FLAGS.engine == "jax" else _torch_runner)(FLAGS.checkpoint)
+        run(_prompts(int(FLAGS.batch_sizes[0])))
+        print(base, _status_mb("VmHWM"))
+        return
+    results = []
+    with tempfile.TemporaryDirectory() as path:
+        _make_checkpoint(path)
+        ours, ref = _jax_runner(path), _torch_runner(path)
+        print(f"model: Qwen2-shaped d={FLAGS.hidden} layers={FLAGS.layers} vocab={FLAGS.vocab}, "
+              f"prompt {FLAGS.prompt_len}, {FLAGS.new_tokens} new tokens, greedy")
+        print(f"{'batch':>5} {'ours tok/s':>11} {'torch tok/s':>12} {'speed ratio':>11} "
+              f"{'ours peak/+work MB':>19} {'torch peak/+work MB':>20} {'work mem ratio':>14}")
+        for batch in map(int, FLAGS.batch_sizes):
+            prompts = _prompts(batch)
+            a, b = _time(ours, prompts), _time(ref, prompts)
+            ma, wa = _child_peak_rss_mb("jax", path, batch)
+            mb, wb = _child_peak_rss_mb("torch", path, batch)
+            row = dict(batch=batch, ours_tok_s=a, torch_tok_s=b, speed_ratio=a / b,
+                       ours_peak_rss_mb=ma, torch_peak_rss_mb=mb, ours_work_mb=wa,
+                       torch_work_mb=wb, work_mem_ratio=wa / wb)
+            results.append(row)
+            print(f"{batch:>5} {a:>11.0f} {b:>12.0f} {a / b:>10.2f}x {ma:>9.0f}/{wa:<9.0f} "
+                  f"{mb:>10.0f}/{wb:<9.0f} {wa / wb:>13.2f}x")
+    if FLAGS.json:
+        with open(FLAGS.json, "w") as f:
+            json.dump(dict(config=dict(hidden=FLAGS.hidden, layers=FLAGS.layers, vocab=FLAGS.vocab,
+                                       prompt_len=FLAGS.prompt_len, new_tokens=FLAGS.new_tokens),
+                           results=results), f, indent=2)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    app.run(main)
