@@ -26,11 +26,12 @@ _ENVS: dict[str, tuple[str, dict]] = {
 
 # name prefix -> expert factory: a class with reset() and act(env) -> str,
 # where env is the environment object itself (the pool calls it in the
-# worker). ALFWorld's expert has another interface: add an adapter here.
+# worker). "alfworld" covers alfworld_fast and alfworld_real by prefix.
 _EXPERTS: dict[str, str] = {
     "MiniHack-": "crl_jax.envs.minihack_expert:MiniHackExpert",
     "sokoban": "crl_jax.envs.sokoban:SokobanExpert",
     "webshop": "crl_jax.envs.webshop.expert:WebShopExpert",
+    "alfworld": "crl_jax.envs.alfworld_expert:AlfWorldEnvExpert",
 }
 
 
