@@ -1,0 +1,75 @@
+"""From played episodes to what the learner and the logs need: per-turn
+advantages (split-GRPO / mixed / GRPO, optionally with SDAE) and batch metrics."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from crl_jax import advantages as adv_lib
+from crl_jax.rollout import Episode
+from crl_jax.run_config import AdvantageSpec
+
+
+def episode_rewards(episodes: Sequence[Episode], spec: AdvantageSpec) -> np.ndarray:
+    """Binary outcome reward: success_reward if won, else failure_reward."""
+    return np.array([spec.success_reward if e.won else spec.failure_reward for e in episodes])
+
+
+def turn_advantages(episodes: Sequence[Episode], spec: AdvantageSpec) -> list[np.ndarray]:
+    """One advantage per turn of each episode.
+
+    The episode advantage (paper Eq. 5 for "split") is multiplied by the
+    episode's Eq. 5 weight 1/(P K_c) rescaled to mean one (see
+    advantages.split_grpo_episode_weights), which is exact under the
+    seq-mean-token-mean aggregation. Every turn of an episode shares it,
+    unless SDAE redistributes credit over the turns where subtasks were decided.
+    """
+    if not episodes:
+        return []
+    rewards = episode_rewards(episodes, spec)
+    task_ids = [(e.env_name, e.task) for e in episodes]
+    guided = [e.guided for e in episodes]
+    adv = adv_lib.episode_advantages(spec.mode, rewards, task_ids, guided,
+                                     normalize_std=spec.normalize_std)
+    if spec.mode == "split":
+        adv = adv * adv_lib.split_grpo_episode_weights(task_ids, guided, scale="mean_one")
+    turn_adv = [np.full(max(1, e.num_actions), a, np.float32) for e, a in zip(episodes, adv)]
+    if spec.sdae:
+        turn_adv = _with_sdae(episodes, turn_adv, spec, task_ids, guided)
+    return turn_adv
+
+
+def _with_sdae(episodes, turn_adv, spec, task_ids, guided):
+    groups = (adv_lib.split_group_ids(task_ids, guided) if spec.mode == "split"
+              else adv_lib.group_index(task_ids, len(task_ids)))
+    sdae = adv_lib.sdae_episode_turn_advantages(
+        [[t.events for t in e.turns] for e in episodes], [e.subtasks for e in episodes],
+        episode_rewards(episodes, spec), groups)
+    return [adv_lib.combine_with_outcome(s, a, spec.sdae_mix).astype(np.float32)
+            for s, a in zip(sdae, turn_adv)]
+
+
+def batch_metrics(episodes: Sequence[Episode], prefix: str = "") -> dict[str, float]:
+    if not episodes:
+        return {}
+    won = np.array([e.won for e in episodes], float)
+    guided = np.array([e.guided for e in episodes], bool)
+    actions = np.array([e.num_actions for e in episodes], float)
+    turns = [t for e in episodes for t in e.turns]
+    out = {
+        "success": won.mean(),
+        "actions": actions.mean(),
+        "episodes": float(len(episodes)),
+        "invalid_actions": float(np.mean([t.invalid for t in turns])) if turns else 0.0,
+        "tokens_per_action": float(np.mean([len(t.action_ids) for t in turns])) if turns else 0.0,
+    }
+    if won.any():
+        out["actions_when_won"] = float(actions[won > 0].mean())
+    if guided.any():
+        out["success_guided"] = float(won[guided].mean())
+        out["experience_found"] = float(np.mean([e.experience is not None
+                                                 for e in episodes if e.guided]))
+    if (~guided).any():
+        out["success_free"] = float(won[~guided].mean())
+    return {prefix + k: float(v) for k, v in out.items()}

@@ -1,0 +1,90 @@
+"""The experience extractor pi_phi: the manager's extractor callable, and its
+CISPO training on the manager's buffer (paper Eq. 3 with Eq. 7 weights).
+
+Generation keeps the sampled token ids of every reply (keyed by the reply
+text), so training uses exactly the tokens that were sampled; only a reply
+whose ids were evicted from that cache is re-encoded (counted in metrics).
+"""
+from __future__ import annotations
+
+import collections
+import threading
+
+import numpy as np
+
+from crl_jax import prompts
+from crl_jax.advantages import extractor_advantages
+from crl_jax.experience import ExtractionRequest, ExtractorReply, TrainingItem
+from crl_jax.learner import Learner, Sample, pack_samples
+from models.sampler import Sampler
+from models.sampling_ops import SamplingConfig
+
+
+class ExtractorAgent:
+    def __init__(self, learner: Learner, tokenizer, fmt: str = "compact", max_new_tokens: int = 96,
+                 temperature: float = 1.0, seed: int = 0, cache_size: int = 4096,
+                 frozen: bool = False):
+        self.learner, self.tokenizer, self.fmt = learner, tokenizer, fmt
+        self.frozen = frozen  # offline / static-online baselines: never trained
+        self.sampler = Sampler(learner.model, pad_id=tokenizer.pad_id)
+        stops = tuple(sorted(set(getattr(tokenizer, "eos_ids", ()) or ()) | {tokenizer.eos_id}))
+        self.sampling = SamplingConfig(temperature=temperature, max_new_tokens=max_new_tokens,
+                                       stop_token_ids=stops, check_every=max_new_tokens)
+        self._ids: collections.OrderedDict = collections.OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._seed = seed
+        self.stats = collections.Counter()
+
+    def _render(self, request: ExtractionRequest) -> tuple[str, list[int]]:
+        view = prompts.ExtractorView(request.goal, request.trajectory, request.success,
+                                     tuple(e.text for e in request.shown_entries), request.query,
+                                     request.kind)
+        if self.fmt == "compact":
+            text = prompts.render_extractor_compact(view)
+        else:
+            text = self.tokenizer.apply_chat_template(prompts.render_extractor_chat_messages(view))
+        return text, self.tokenizer.encode(text)[-1024:]
+
+    def __call__(self, request: ExtractionRequest) -> ExtractorReply:
+        text, ids = self._render(request)
+        with self._lock:
+            self._calls += 1
+            seed = self._seed * 1_000_003 + self._calls
+        result = self.sampler.generate([ids], self.sampling, rng=seed)
+        out = result.tokens[0]
+        body = [t for t in out if t not in self.sampling.stop_token_ids]
+        response = self.tokenizer.decode(body)
+        with self._lock:
+            self._ids[(text, response)] = (ids, out)
+            while len(self._ids) > self._cache_size:
+                self._ids.popitem(last=False)
+        self.stats["generated_tokens"] += len(out)
+        return ExtractorReply(text, response)
+
+    def _sample(self, item: TrainingItem, advantage: float) -> Sample:
+        with self._lock:
+            ids = self._ids.get((item.prompt, item.response))
+        if ids is None:
+            self.stats["reencoded"] += 1
+            ids = (self.tokenizer.encode(item.prompt),
+                   self.tokenizer.encode(item.response) + [self.tokenizer.eos_id])
+        p, r = ids
+        return Sample(list(p) + list(r), [0] * len(p) + [1] * len(r), None, advantage)
+
+    def train_step(self, items: list[TrainingItem]) -> dict[str, float]:
+        """One CISPO update on a buffer batch; old log-probs are recomputed with
+        the current parameters (one update per batch: rho = 1 up to numerics)."""
+        if self.frozen:
+            raise RuntimeError("this extractor is frozen (a fixed-extractor baseline)")
+        adv = extractor_advantages([i.reward for i in items], [i.weight for i in items])
+        samples = [self._sample(item, a) for item, a in zip(items, adv)]
+        packed = pack_samples(samples, self.tokenizer.pad_id, self.learner.optim.micro_batch)
+        packed.old_logprobs[:] = np.where(packed.loss_mask > 0, self.learner.logprobs(packed), 0.0)
+        metrics = self.learner.policy_step(packed)
+        self.sampler.update_params(self.learner.model)
+        metrics.update(reward_mean=float(np.mean([i.reward for i in items])),
+                       weight_mean=float(np.mean([i.weight for i in items])),
+                       batch=len(items))
+        return metrics

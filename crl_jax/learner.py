@@ -1,0 +1,206 @@
+"""Training steps for one model (the actor or the extractor).
+
+A Learner owns a decoder's parameters and optimizer state on its own mesh and
+exposes three jitted steps on packed batches of token sequences:
+
+- ``policy_step``: fused chunked log-probs + PPO-clip (actor, split-GRPO) or
+  CISPO (extractor) from kernels/, micro-batched with exact (sum, count)
+  aggregation: gradients of the loss *sums* are accumulated over micro-batches
+  and divided once by the total count, so the update equals the full batch's.
+- ``sft_step``: masked next-token cross-entropy (warm starts, self-distillation).
+- ``logprobs``: per-token log-probs of the current parameters (no gradient).
+
+Old log-probs default to the sampler's (the behaviour policy). With one
+update per batch and the same parameters the ratio is 1 up to numerics; a
+truncated importance weight min(exp(lp_train - lp_sampler), C) can correct
+sampler/trainer mismatch (``tis_cap``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from kernels.fused_loss import fused_policy_loss
+from kernels.logprobs import token_logprobs
+from kernels.policy_losses import PolicyLossConfig
+from models.decoder import Decoder
+from models.sharding import (activation_sharding, batch_sharding, init_optimizer, make_mesh,
+                             shard_state)
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimConfig:
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+    grad_clip: float = 1.0  # global-norm clip; 0 disables
+    micro_batch: int = 8  # sequences per micro-batch
+    temperature: float = 1.0  # sampling temperature the log-probs are taken at
+    tis_cap: float = 0.0  # truncated importance weight cap; 0 disables
+
+    def __post_init__(self):
+        if self.lr <= 0 or self.micro_batch < 1 or self.temperature <= 0:
+            raise ValueError(f"bad optimiser config {self}: lr, micro_batch, temperature must be > 0")
+
+
+@dataclasses.dataclass
+class Sample:
+    """One training sequence: tokens, which of them are trained (loss mask),
+    their behaviour log-probs, and their advantage (per token or scalar)."""
+
+    tokens: list[int]
+    loss_mask: list[int]
+    old_logprobs: list[float] | np.ndarray | None = None
+    advantage: float | Sequence[float] = 0.0
+
+
+@dataclasses.dataclass
+class PackedBatch:
+    tokens: np.ndarray  # [B, T] inputs
+    input_mask: np.ndarray  # [B, T]
+    targets: np.ndarray  # [B, T] next tokens
+    loss_mask: np.ndarray  # [B, T] on targets
+    old_logprobs: np.ndarray  # [B, T] on targets
+    advantages: np.ndarray  # [B, T] on targets
+
+
+def pack_samples(samples: Sequence[Sample], pad_id: int, micro_batch: int,
+                 length_bucket: int = 32) -> PackedBatch:
+    """Right-pads samples into [B, T] arrays shifted for next-token prediction.
+
+    Position t predicts token t+1, so a sample's loss mask, old log-probs and
+    advantages (given per token) move one place left. B is rounded up to a
+    multiple of ``micro_batch`` with empty rows (mask 0 everywhere).
+    """
+    if not samples:
+        raise ValueError("pack_samples needs at least one sample")
+    longest = max(len(s.tokens) for s in samples)
+    t = -(-longest // length_bucket) * length_bucket
+    b = -(-len(samples) // micro_batch) * micro_batch
+    out = PackedBatch(*(np.zeros((b, t), dt) for dt in
+                        (np.int32, bool, np.int32, np.float32, np.float32, np.float32)))
+    out.tokens[:] = pad_id
+    for i, s in enumerate(samples):
+        n = len(s.tokens)
+        if len(s.loss_mask) != n:
+            raise ValueError(f"sample {i}: {n} tokens but {len(s.loss_mask)} mask entries")
+        out.tokens[i, :n] = s.tokens
+        out.input_mask[i, :n] = True
+        out.targets[i, :n - 1] = s.tokens[1:]
+        out.loss_mask[i, :n - 1] = np.asarray(s.loss_mask[1:], np.float32)
+        if s.old_logprobs is not None:
+            out.old_logprobs[i, :n - 1] = np.asarray(s.old_logprobs, np.float32)[1:]
+        adv = np.broadcast_to(np.asarray(s.advantage, np.float32), (n,))
+        out.advantages[i, :n - 1] = adv[1:]
+    return out
+
+
+class Learner:
+    """Parameters + optimizer of one decoder, with jitted training steps."""
+
+    def __init__(self, model: Decoder, optim: OptimConfig, loss: PolicyLossConfig | None = None,
+                 mesh=None):
+        self.mesh = mesh if mesh is not None else make_mesh(devices=jax.devices()[:1])
+        self.graphdef, params, self.rest = nnx.split(model, nnx.Param, ...)
+        self.params = shard_state(params, self.mesh)
+        self.loss_config = loss
+        self.reset_optimizer(optim)
+        self._lp = jax.jit(self._logprobs)
+
+    def reset_optimizer(self, optim: OptimConfig) -> None:
+        """A fresh optimizer (new moments) with these settings; steps recompile."""
+        self.optim = optim
+        chain = [optax.clip_by_global_norm(optim.grad_clip)] if optim.grad_clip > 0 else []
+        self.tx = optax.chain(*chain, optax.adamw(optim.lr, optim.b1, optim.b2, optim.eps,
+                                                  weight_decay=optim.weight_decay))
+        self.opt_state = init_optimizer(self.tx, self.params, self.mesh)
+        self._policy = jax.jit(functools.partial(self._policy_update, "policy"), donate_argnums=(0, 1))
+        self._sft = jax.jit(functools.partial(self._policy_update, "sft"), donate_argnums=(0, 1))
+
+    @property
+    def model(self) -> Decoder:
+        return nnx.merge(self.graphdef, self.params, self.rest)
+
+    def _hidden(self, params, tokens, input_mask):
+        model = nnx.merge(self.graphdef, params, self.rest)
+        hidden, _ = model.hidden_states(tokens, input_mask=input_mask)
+        return hidden, model.unembedding()
+
+    def _micro_loss(self, kind, params, mb):
+        hidden, unemb = self._hidden(params, mb["tokens"], mb["input_mask"])
+        if kind == "sft":
+            lp = token_logprobs(hidden, unemb, mb["targets"], temperature=1.0)
+            m = mb["loss_mask"] > 0
+            nll = jnp.where(m, -lp, 0.0)
+            return nll.sum(), m.sum().astype(jnp.float32), {"nll_sum": nll.sum()}
+        adv = mb["advantages"]
+        if self.optim.tis_cap > 0:
+            lp_now = jax.lax.stop_gradient(token_logprobs(
+                hidden, unemb, mb["targets"], temperature=self.optim.temperature))
+            w = jnp.minimum(jnp.exp(lp_now - mb["old_logprobs"]), self.optim.tis_cap)
+            adv = adv * jnp.where(mb["loss_mask"] > 0, w, 0.0)
+        out = fused_policy_loss(hidden, unemb, mb["targets"], mb["old_logprobs"], adv,
+                                mb["loss_mask"], self.loss_config,
+                                temperature=self.optim.temperature, return_entropy=True)
+        diag = {k: v for k, v in out.diagnostics.items() if k != "logprobs" and jnp.ndim(v) == 0}
+        return out.loss_sum, out.count, diag
+
+    def _policy_update(self, kind, params, opt_state, batch):
+        n_mb = batch["tokens"].shape[0] // self.optim.micro_batch
+        mbs = jax.tree.map(lambda x: x.reshape((n_mb, -1) + x.shape[1:]), batch)
+        def loss_with_aux(p, mb):
+            loss_sum, count, diag = self._micro_loss(kind, p, mb)
+            return loss_sum, (count, diag)
+
+        grad_fn = jax.value_and_grad(loss_with_aux, has_aux=True)
+        zeros = jax.tree.map(jnp.zeros_like, params)
+
+        def body(acc, mb):
+            grads, total, count = acc
+            with activation_sharding(self.mesh):
+                (loss_sum, (c, diag)), g = grad_fn(params, mb)
+            return (jax.tree.map(jnp.add, grads, g), total + loss_sum, count + c), diag
+
+        (grads, total, count), diags = jax.lax.scan(
+            body, (zeros, jnp.float32(0), jnp.float32(0)), mbs)
+        scale = jnp.where(count > 0, 1.0 / jnp.maximum(count, 1.0), 0.0)
+        grads = jax.tree.map(lambda g: g * scale, grads)
+        grad_norm = optax.global_norm(grads)
+        updates, opt_state = self.tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        metrics = {k: jnp.mean(v) for k, v in diags.items()}
+        metrics.update(loss=total * scale, tokens_or_seqs=count, grad_norm=grad_norm)
+        return params, opt_state, metrics
+
+    def _device_batch(self, packed: PackedBatch) -> dict:
+        arrays = dataclasses.asdict(packed)
+        sharding = batch_sharding(self.mesh, 2, batch_size=packed.tokens.shape[0])
+        return {k: jax.device_put(v, sharding) for k, v in arrays.items()}
+
+    def policy_step(self, packed: PackedBatch) -> dict[str, float]:
+        if self.loss_config is None:
+            raise ValueError("this learner has no policy loss config")
+        self.params, self.opt_state, m = self._policy(self.params, self.opt_state,
+                                                      self._device_batch(packed))
+        return {k: float(v) for k, v in m.items()}
+
+    def sft_step(self, packed: PackedBatch) -> dict[str, float]:
+        self.params, self.opt_state, m = self._sft(self.params, self.opt_state,
+                                                   self._device_batch(packed))
+        return {k: float(v) for k, v in m.items()}
+
+    def _logprobs(self, params, batch):
+        hidden, unemb = self._hidden(params, batch["tokens"], batch["input_mask"])
+        return token_logprobs(hidden, unemb, batch["targets"], temperature=self.optim.temperature)
+
+    def logprobs(self, packed: PackedBatch) -> np.ndarray:
+        return np.asarray(self._lp(self.params, self._device_batch(packed)))

@@ -1,0 +1,155 @@
+"""What the actor and the extractor read and write.
+
+Two formats share one interface:
+
+- "compact" for the tiny CPU models: short tagged lines (goal, experience,
+  a history window, observation) and a bare action answer ended by EOS; about
+  100 tokens a turn, so RL fits a 2-core budget.
+- "chat" for instruction-tuned checkpoints (paper scale): the tokenizer's
+  chat template, the valid actions listed, and the paper's answer format
+  ``<think>...</think><action>...</action>`` (sampling stops at </action>).
+
+Prompts are rendered to token ids here; generated tokens are never
+re-tokenised (the rollout keeps the sampled ids).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Sequence
+
+FORMATS = ("compact", "chat")
+
+ACTOR_SYSTEM = (
+    "You are an agent acting in a text environment. Each turn you see your task, "
+    "possibly an experience note from earlier episodes, recent history, the current "
+    "observation and the valid actions. Think briefly inside <think></think>, then give "
+    "exactly one action inside <action></action>.")
+
+EXTRACTOR_SYSTEM = (
+    "You maintain an experience bank for an agent. Given a task, the agent's trajectory, "
+    "its outcome and the experience entries it was shown, answer with a JSON list of at "
+    "most 3 operations: {\"op\": \"add\", \"entry\": {\"title\": ..., \"content\": ...}}, "
+    "{\"op\": \"update\", \"indices\": [i], \"entry\": ...} or {\"op\": \"return\"}. "
+    "An entry states the situation, the action sequence that works, the decision logic, "
+    "how to avoid the failure seen, and when it generalises.")
+
+_ACTION_RE = re.compile(r"<action>(.*?)(?:</action>|$)", re.DOTALL)
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnView:
+    """Everything the actor sees at one turn."""
+
+    goal: str
+    observation: str
+    history: tuple[tuple[str, str], ...] = ()  # (action, observation) pairs, oldest first
+    experience: str | None = None
+    valid_actions: tuple[str, ...] = ()
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split()) if limit else text
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# Actions left out of the compact prompt's "can:" line with list_actions=
+# "non_navigation": moves whose targets the observation already names.
+NAVIGATION_PREFIXES = ("go to ", "examine ", "look", "inventory", "help")
+
+
+def listed_actions(actions: Sequence[str], mode: str) -> tuple[str, ...]:
+    """The valid actions a compact prompt lists: none, all, or all but navigation."""
+    if mode == "none":
+        return ()
+    if mode == "all":
+        return tuple(actions)
+    if mode == "non_navigation":
+        return tuple(a for a in actions if not a.startswith(NAVIGATION_PREFIXES))
+    raise ValueError(f"list_actions={mode!r}; valid: none, all, non_navigation")
+
+
+def render_actor_compact(view: TurnView, obs_chars: int = 240, exp_chars: int = 200) -> str:
+    lines = [f"goal: {view.goal}"]
+    if view.experience:
+        lines.append(f"exp: {_clip(view.experience, exp_chars)}")
+    for action, obs in view.history:
+        lines.append(f"did: {action} -> {_clip(obs, 80)}")
+    lines.append(f"obs: {_clip(view.observation, obs_chars)}")
+    if view.valid_actions:
+        lines.append("can: " + "; ".join(view.valid_actions))
+    lines.append("act:")
+    return "\n".join(lines) + " "
+
+
+def render_actor_chat_messages(view: TurnView) -> list[dict]:
+    parts = [f"Your task: {view.goal}"]
+    if view.experience:
+        parts.append(f"Experience from earlier episodes:\n{view.experience}")
+    if view.history:
+        parts.append("Recent history:\n" + "\n".join(
+            f"> {a}\n{o}" for a, o in view.history))
+    parts.append(f"Current observation:\n{view.observation}")
+    if view.valid_actions:
+        parts.append("Valid actions: " + ", ".join(view.valid_actions))
+    return [{"role": "system", "content": ACTOR_SYSTEM},
+            {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def parse_action(text: str, fmt: str) -> str | None:
+    """The action in a generated answer, or None when there is none."""
+    if fmt == "compact":
+        action = text.strip().split("\n")[0].strip()
+        return action or None
+    match = _ACTION_RE.search(text)
+    if not match:
+        return None
+    action = match.group(1).strip()
+    return action or None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractorView:
+    goal: str
+    trajectory: str
+    success: bool | None
+    shown_entries: tuple[str, ...] = ()
+    query: str = ""  # search-and-ask: the actor's question
+    kind: str = "consolidate"
+
+
+def render_extractor_compact(view: ExtractorView, traj_chars: int = 400) -> str:
+    lines = [f"goal: {view.goal}"]
+    if view.kind == "ask":
+        lines.append(f"ask: {view.query}")
+    else:
+        outcome = "success" if view.success else "failure"
+        lines.append(f"outcome: {outcome}")
+        lines.append(f"traj: {_clip(view.trajectory, traj_chars)}")
+    for i, entry in enumerate(view.shown_entries):
+        lines.append(f"[{i}] {_clip(entry, 200)}")
+    lines.append("ops:")
+    return "\n".join(lines) + " "
+
+
+def render_extractor_chat_messages(view: ExtractorView) -> list[dict]:
+    shown = "\n".join(f"[{i}] {e}" for i, e in enumerate(view.shown_entries)) or "(none)"
+    if view.kind == "ask":
+        user = (f"Task: {view.goal}\nThe agent asks: {view.query}\nBest entry:\n{shown}\n"
+                "Rewrite the entry so it answers the agent's situation; reply with the text only.")
+    else:
+        outcome = "SUCCESS" if view.success else "FAILURE"
+        user = (f"Task: {view.goal}\nOutcome: {outcome}\nTrajectory:\n{view.trajectory}\n"
+                f"Entries shown to the agent:\n{shown}")
+    return [{"role": "system", "content": EXTRACTOR_SYSTEM}, {"role": "user", "content": user}]
+
+
+def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 60) -> str:
+    """A trajectory as "action -> observation" steps joined by " | "."""
+    return " | ".join(f"{a} -> {_clip(o, obs_chars)}" if o else a
+                      for a, o in zip(actions, observations))
+
+
+def retrieval_query(goal: str, observation: str) -> str:
+    """The paper's retrieval query at episode start."""
+    return f"goal: {goal}, observation: {observation}"

@@ -1,0 +1,204 @@
+"""The rollout engine: many episodes played in lockstep by one sampler.
+
+Each turn, every live episode's prompt is rendered and tokenised, the whole
+batch is sampled in one call of the jitted KV-cache sampler, actions are
+parsed and the environments stepped. Episodes end on success, on the
+environment's done, at the turn cap, or when the token budget is spent.
+
+Trajectories are token-exact: a turn keeps its prompt ids and the sampled ids
+and log-probs exactly as the sampler produced them; the training sample of a
+turn is prompt (mask 0) + sampled tokens (mask 1). Generated text is decoded
+only to parse the action, never re-encoded.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+import numpy as np
+
+from crl_jax import prompts
+from crl_jax.envs.base import StepInfo
+from crl_jax.learner import Sample
+from models.sampler import Sampler
+from models.sampling_ops import SamplingConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class RolloutConfig:
+    max_turns: int = 30
+    max_new_tokens: int = 16  # per turn
+    max_prompt_tokens: int = 512  # longer prompts keep their last tokens
+    token_budget: int = 100_000  # generated tokens per episode
+    history: int = 1  # (action, observation) pairs shown
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    format: str = "compact"
+    # compact format: which valid actions the prompt lists (none | all | non_navigation)
+    list_actions: str = "none"
+
+    def __post_init__(self):
+        if self.format not in prompts.FORMATS:
+            raise ValueError(f"format={self.format!r}; valid: {prompts.FORMATS}")
+        if self.max_turns < 1 or self.max_new_tokens < 1:
+            raise ValueError("max_turns and max_new_tokens must be >= 1")
+        prompts.listed_actions((), self.list_actions)  # validates the name
+
+
+@dataclasses.dataclass
+class Turn:
+    prompt_ids: list[int]
+    action_ids: list[int]
+    logprobs: np.ndarray
+    text: str
+    action: str | None
+    observation: str
+    reward: float
+    events: tuple[str, ...]
+    invalid: bool
+
+
+@dataclasses.dataclass
+class Episode:
+    task: str | int
+    task_key: str
+    goal: str
+    guided: bool
+    experience: str | None = None
+    experience_id: int | None = None
+    first_observation: str = ""
+    turns: list[Turn] = dataclasses.field(default_factory=list)
+    won: bool = False
+    done: bool = False
+    subtasks: tuple[str, ...] = ()
+    env_name: str = ""
+
+    @property
+    def reward(self) -> float:
+        return float(sum(t.reward for t in self.turns))
+
+    @property
+    def num_actions(self) -> int:
+        return len(self.turns)
+
+    @property
+    def generated_tokens(self) -> int:
+        return sum(len(t.action_ids) for t in self.turns)
+
+    def trajectory_text(self) -> str:
+        return prompts.trajectory_text([t.action or t.text.strip() for t in self.turns],
+                                       [t.observation for t in self.turns])
+
+    def samples(self, turn_advantages: Sequence[float]) -> list[Sample]:
+        """One training sequence per turn: prompt (mask 0) + sampled ids (mask 1)."""
+        out = []
+        for turn, adv in zip(self.turns, turn_advantages):
+            if not turn.action_ids:
+                continue
+            n_p, n_a = len(turn.prompt_ids), len(turn.action_ids)
+            out.append(Sample(
+                tokens=turn.prompt_ids + turn.action_ids,
+                loss_mask=[0] * n_p + [1] * n_a,
+                old_logprobs=np.concatenate([np.zeros(n_p, np.float32),
+                                             np.asarray(turn.logprobs, np.float32)]),
+                advantage=float(adv)))
+        return out
+
+
+# (queries, task keys) -> one (text, entry id) or None per query
+Retriever = Callable[[list[str], list[str]], list[tuple[str, int] | None]]
+
+
+class RolloutEngine:
+    def __init__(self, sampler: Sampler, tokenizer, config: RolloutConfig):
+        self.sampler, self.tokenizer, self.config = sampler, tokenizer, config
+        stops = set(getattr(tokenizer, "eos_ids", ()) or ()) | {tokenizer.eos_id}
+        self.sampling = SamplingConfig(
+            temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
+            max_new_tokens=config.max_new_tokens, stop_token_ids=tuple(sorted(stops)),
+            stop_strings=("</action>",) if config.format == "chat" else (),
+            check_every=config.max_new_tokens if config.format == "compact" else 16)
+
+    def _prompt_ids(self, view: prompts.TurnView) -> list[int]:
+        if self.config.format == "compact":
+            ids = self.tokenizer.encode(prompts.render_actor_compact(view))
+        else:
+            text = self.tokenizer.apply_chat_template(prompts.render_actor_chat_messages(view),
+                                                      add_generation_prompt=True)
+            ids = self.tokenizer.encode(text)
+        return ids[-self.config.max_prompt_tokens:]
+
+    def play(self, envs: Sequence, tasks: Sequence, guided: Sequence[bool],
+             retrieve: Retriever | None = None, seed: int = 0,
+             on_turn: Callable[[int, int], None] | None = None) -> list[Episode]:
+        """Plays ``len(tasks)`` episodes, episode i on ``envs[i]`` (reset to tasks[i]).
+
+        Guided episodes get the retriever's entry for "goal: g, observation: o"
+        at episode start (none if the bank has nothing yet).
+        """
+        if not (len(envs) == len(tasks) == len(guided)):
+            raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
+        cfg = self.config
+        episodes, infos, observations = [], [], []
+        for env, task, g in zip(envs, tasks, guided):
+            obs, info = env.reset(task)
+            infos.append(info)
+            observations.append(obs)
+            episodes.append(Episode(task=task, task_key=_task_key(info, env), goal=info.goal,
+                                    guided=bool(g), first_observation=obs,
+                                    subtasks=tuple(info.subtasks), env_name=getattr(env, "name", "")))
+        if retrieve is not None and any(guided):
+            idx = [i for i, g in enumerate(guided) if g]
+            found = retrieve([prompts.retrieval_query(episodes[i].goal, observations[i]) for i in idx],
+                             [episodes[i].task_key for i in idx])
+            for i, hit in zip(idx, found):
+                if hit is not None:
+                    episodes[i].experience, episodes[i].experience_id = hit
+        rng = np.random.default_rng(seed)
+        for turn in range(cfg.max_turns):
+            live = [i for i, e in enumerate(episodes) if not e.done]
+            if not live:
+                break
+            views = [self._view(episodes[i], observations[i], infos[i]) for i in live]
+            prompt_ids = [self._prompt_ids(v) for v in views]
+            result = self.sampler.generate(prompt_ids, self.sampling, rng=int(rng.integers(2**31)),
+                                           decode=self.tokenizer.decode)
+            for j, i in enumerate(live):
+                ep, env = episodes[i], envs[i]
+                ids = result.tokens[j]
+                body = [t for t in ids if t not in self.sampling.stop_token_ids]
+                text = self.tokenizer.decode(body)
+                action = prompts.parse_action(text, cfg.format)
+                step = env.step(action if action is not None else text)
+                ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text, action,
+                                     step.observation, float(step.reward),
+                                     tuple(step.info.subtask_events),
+                                     bool(step.info.invalid_action or action is None)))
+                # A rejected action changes nothing in the world: the prompt keeps
+                # showing the last real observation, the failure goes to history.
+                if not (step.info.invalid_action or action is None):
+                    observations[i] = step.observation
+                infos[i] = step.info
+                ep.won = ep.won or bool(step.info.won)
+                if step.done or ep.won or ep.generated_tokens >= cfg.token_budget:
+                    ep.done = True
+            if on_turn is not None:
+                on_turn(turn, len(live))
+        for ep in episodes:
+            ep.done = True
+        return episodes
+
+    def _view(self, ep: Episode, obs: str, info: StepInfo) -> prompts.TurnView:
+        hist = tuple((t.action or t.text.strip(), t.observation)
+                     for t in ep.turns[-self.config.history:]) if self.config.history else ()
+        actions = tuple(info.admissible_actions)
+        if self.config.format == "compact":
+            actions = prompts.listed_actions(actions, self.config.list_actions)
+        return prompts.TurnView(goal=ep.goal, observation=obs, history=hist,
+                                experience=ep.experience, valid_actions=actions)
+
+
+def _task_key(info: StepInfo, env) -> str:
+    """The bank partition of a task: the environment family (multi-task runs)."""
+    return getattr(env, "name", "") or "default"

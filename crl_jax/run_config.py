@@ -1,0 +1,134 @@
+"""The configuration of a training run: a tree of frozen dataclasses.
+
+Presets live in experiments/configs/<name>.py (``get_config()``); the command
+line changes any leaf with dotted overrides (``train.steps=2``), see
+crl_jax/config_tools.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from crl_jax.experience.config import ExperienceConfig
+from crl_jax.learner import OptimConfig
+from crl_jax.rollout import RolloutConfig
+from kernels.policy_losses import PolicyLossConfig
+
+EXPERIENCE_MODES = ("comp_rl", "none", "offline", "static_online", "exp_only")
+ADVANTAGE_MODES = ("split", "mixed", "grpo")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """A model: a Hugging Face checkpoint directory, or a tiny decoder built
+    from scratch (checkpoint == "") with the sizes below."""
+
+    checkpoint: str = ""
+    tokenizer: str = ""  # "" = the checkpoint's, or one trained on environment text
+    family: str = "qwen3"
+    hidden_size: int = 128
+    intermediate_size: int = 384
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    head_dim: int = 32
+    dtype: str = "float32"
+    param_dtype: str = "float32"
+    scan_layers: bool = False
+    remat: bool = False
+    mesh_data: int = 1
+    mesh_fsdp: int = -1
+    mesh_tp: int = 1
+    devices: str = "all"  # "all", or "first:N" / "last:N" to give roles their own devices
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    names: tuple[str, ...] = ("alfworld",)  # several = a multi-task mixture
+    train_split: str = "generated"  # ALFWorld: generated | train; others: seeds
+    eval_split: str = "generated_eval"  # ALFWorld: valid_unseen at paper scale
+    num_generated: int = 400
+    num_eval_tasks: int = 32
+    lenient_actions: bool = False
+    max_episode_steps: int = 0  # 0 = the rollout's max_turns
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperienceSpec:
+    """How experience enters training (the paper's method and its baselines).
+
+    comp_rl: extractor maintains the bank online and is trained (CISPO).
+    none: no experience (the GRPO baseline). offline: the bank is built once
+    by the fixed (warm-started) extractor, then static. static_online: the
+    fixed extractor maintains the bank online. exp_only: the extractor is
+    trained, the actor is frozen.
+    """
+
+    mode: str = dataclasses.field(default="comp_rl", metadata={"choices": EXPERIENCE_MODES})
+    guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
+    merge_every: int = 5  # actor steps; 0 = no merge (ablation)
+    search_and_ask: bool = False
+    extractor_train_after: int = 5  # actor steps of warm-up before extractor training
+    extractor_max_new_tokens: int = 96
+    embedder: str = "hashing"  # hashing | minilm | a decoder embedding checkpoint dir
+    bank: ExperienceConfig = ExperienceConfig()
+    self_distillation: float = 0.0  # SFT weight on good guided turns (Fig. 9b); 0 = off
+
+
+@dataclasses.dataclass(frozen=True)
+class AdvantageSpec:
+    mode: str = dataclasses.field(default="split", metadata={"choices": ADVANTAGE_MODES})
+    normalize_std: bool = True  # paper: mean and std; released config: mean only
+    sdae: bool = False  # subtask-decomposed advantages (reconstruction)
+    sdae_mix: float = 0.5  # weight of the SDAE term against the outcome advantage
+    success_reward: float = 1.0
+    failure_reward: float = 0.0  # ALFWorld paper setting: -1
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmStartSpec:
+    demos: int = 200  # expert episodes for supervised warm start
+    actor_steps: int = 60
+    actor_lr: float = 3e-3
+    extractor_steps: int = 40
+    extractor_lr: float = 3e-3
+    batch: int = 32
+    recovery_fraction: float = 0.2  # demo turns duplicated with a rejected action in history
+    vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSpec:
+    steps: int = 30
+    tasks_per_step: int = 8
+    group_size: int = 4  # K rollouts per task
+    eval_every: int = 10
+    checkpoint_every: int = 10
+    seed: int = 0
+    out_dir: str = "runs/default"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    name: str = "default"
+    actor: ModelSpec = ModelSpec()
+    extractor: ModelSpec = ModelSpec()
+    env: EnvSpec = EnvSpec()
+    rollout: RolloutConfig = RolloutConfig()
+    actor_optim: OptimConfig = OptimConfig(lr=1e-4, micro_batch=32)
+    actor_loss: PolicyLossConfig = PolicyLossConfig.split_grpo_released()
+    extractor_optim: OptimConfig = OptimConfig(lr=1e-4, micro_batch=16)
+    extractor_loss: PolicyLossConfig = PolicyLossConfig.cispo_paper()
+    experience: ExperienceSpec = ExperienceSpec()
+    advantages: AdvantageSpec = AdvantageSpec()
+    warm_start: WarmStartSpec = WarmStartSpec()
+    train: TrainSpec = TrainSpec()
+
+    def __post_init__(self):
+        if self.experience.mode not in EXPERIENCE_MODES:
+            raise ValueError(f"experience.mode={self.experience.mode!r}; valid: {EXPERIENCE_MODES}")
+        if self.advantages.mode not in ADVANTAGE_MODES:
+            raise ValueError(f"advantages.mode={self.advantages.mode!r}; valid: {ADVANTAGE_MODES}")
+        if self.train.group_size < 2:
+            raise ValueError("train.group_size must be >= 2 (group-relative advantages)")
+        if not 0.0 <= self.experience.guided_fraction <= 1.0:
+            raise ValueError("experience.guided_fraction must be in [0, 1]")

@@ -1,0 +1,125 @@
+"""Builds what a run needs from its RunConfig: tokenizer, the two models on
+their meshes, learners, samplers, the experience bank and manager."""
+from __future__ import annotations
+
+import logging
+import os
+
+import jax
+import numpy as np
+
+from crl_jax import warmstart
+from crl_jax.experience import ExperienceBank, ExperienceManager, HashingEmbedder
+from crl_jax.learner import Learner, OptimConfig, pack_samples
+from crl_jax.run_config import ModelSpec, RunConfig
+from models.checkpoint import load_checkpoint
+from models.config import DecoderConfig
+from models.decoder import init_decoder
+from models.sharding import MeshConfig, make_mesh
+
+log = logging.getLogger(__name__)
+
+
+def role_devices(spec: str) -> list:
+    devices = jax.devices()
+    if spec == "all":
+        return devices
+    kind, _, n = spec.partition(":")
+    if kind not in ("first", "last") or not n.isdigit() or not 0 < int(n) <= len(devices):
+        raise ValueError(f"devices={spec!r}; valid: 'all', 'first:N', 'last:N' with "
+                         f"1 <= N <= {len(devices)}")
+    return devices[:int(n)] if kind == "first" else devices[-int(n):]
+
+
+def role_mesh(spec: ModelSpec):
+    return make_mesh(MeshConfig(spec.mesh_data, spec.mesh_fsdp, spec.mesh_tp),
+                     role_devices(spec.devices))
+
+
+def build_model(spec: ModelSpec, tokenizer, seed: int, mesh):
+    """A checkpoint's decoder, or a tiny one sized for the tokenizer."""
+    if spec.checkpoint:
+        if not os.path.isdir(spec.checkpoint):
+            raise FileNotFoundError(
+                f"model checkpoint {spec.checkpoint!r} does not exist: pass a local Hugging Face "
+                f"directory (config.json + safetensors); see BUILD.md 'Model checkpoints'")
+        return load_checkpoint(spec.checkpoint, mesh=mesh, dtype=spec.dtype,
+                               param_dtype=spec.param_dtype, scan_layers=spec.scan_layers,
+                               remat=spec.remat)
+    cfg = DecoderConfig(
+        family=spec.family, vocab_size=tokenizer.vocab_size, hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size, num_layers=spec.num_layers,
+        num_heads=spec.num_heads, num_kv_heads=spec.num_kv_heads, head_dim=spec.head_dim,
+        tie_embeddings=True, qk_norm=spec.family == "qwen3", qkv_bias=spec.family == "qwen2",
+        eos_token_id=tokenizer.eos_id, pad_token_id=tokenizer.pad_id, dtype=spec.dtype,
+        param_dtype=spec.param_dtype, scan_layers=spec.scan_layers, remat=spec.remat)
+    return init_decoder(cfg, seed=seed, mesh=mesh)
+
+
+def load_tokenizer_for(spec: ModelSpec):
+    from models.tokenizer import load_tokenizer
+    path = spec.tokenizer or spec.checkpoint
+    if not path:
+        return None
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"tokenizer path {path!r} does not exist")
+    return load_tokenizer(path)
+
+
+def make_embedder(name: str):
+    if name == "hashing":
+        return HashingEmbedder()
+    if name == "minilm":
+        from models.bert_encoder import TextEmbedder
+        return TextEmbedder()
+    # Paper scale: a decoder embedding checkpoint (Qwen3-Embedding layout).
+    from models.decoder_embedder import DecoderEmbedder
+    from models.tokenizer import load_tokenizer
+    if not os.path.isdir(name):
+        raise FileNotFoundError(f"experience.embedder={name!r}: not 'hashing', 'minilm' or a "
+                                f"checkpoint directory")
+    tok = load_tokenizer(name)
+    return DecoderEmbedder.from_checkpoint(name, tok, append_id=tok.eos_id, pad_id=tok.pad_id)
+
+
+def supervised_warm_start(learner: Learner, samples, lr: float, steps: int, batch: int,
+                          pad_id: int, rng: np.random.Generator, label: str, progress=None) -> list:
+    """A few SFT steps at a warm-start learning rate (then the RL rate is restored)."""
+    if not samples or steps <= 0:
+        return []
+    rl_optim = learner.optim
+    learner.reset_optimizer(OptimConfig(**{**rl_optim.__dict__, "lr": lr, "micro_batch": batch}))
+    losses = []
+    for i in range(steps):
+        pick = rng.choice(len(samples), size=min(batch, len(samples)), replace=False)
+        m = learner.sft_step(pack_samples([samples[j] for j in pick], pad_id, batch))
+        losses.append(m["loss"])
+        if progress:
+            progress(label, i + 1, steps, m["loss"])
+    learner.reset_optimizer(rl_optim)
+    return losses
+
+
+def make_manager(cfg: RunConfig, extractor_agent, merger):
+    embedder = make_embedder(cfg.experience.embedder)
+    bank = ExperienceBank(cfg.experience.bank, embedder.dim)
+    return ExperienceManager(bank, embedder, extractor=extractor_agent, merger=merger,
+                             config=cfg.experience.bank, seed=cfg.train.seed)
+
+
+def dedup_merger(texts: list[str]) -> list[str]:
+    """Merge decision for the tiny presets: keep one copy of entries that say
+    the same thing (same text up to case and spacing), in order. The paper's
+    merge asks the extractor; with chat-format models see trainer.llm_merger."""
+    seen, out = set(), []
+    for t in texts:
+        key = " ".join(t.lower().split())
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
+
+
+def env_tokenizer(cfg: RunConfig, demos, out_dir: str):
+    return warmstart.train_env_tokenizer(demos, cfg.warm_start.vocab_size, out_dir,
+                                         cfg.rollout.history)

@@ -1,0 +1,48 @@
+"""Task sources: which environment instances and task ids a run trains and
+evaluates on, for every environment family, with disjoint train/eval sets."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from crl_jax.envs.registry import make_env
+
+_EVAL_SEED_OFFSET = 1_000_000  # seed-based envs: eval seeds never overlap train seeds
+
+
+@dataclasses.dataclass
+class TaskSource:
+    env_name: str
+    make: Callable[[], object]  # a new environment instance
+    tasks: list  # task ids accepted by env.reset
+    expert: str  # registry name of the expert
+
+
+def _alfworld_games(split: str, num_generated: int, seed: int):
+    from crl_jax.envs.alfworld_data import load_games
+    from crl_jax.envs.alfworld_generator import generate_games
+
+    if split == "generated":
+        return generate_games(num_generated, seed=seed)
+    if split == "generated_eval":  # same grammar, different seed range: unseen games
+        return generate_games(max(64, num_generated // 4), seed=seed + _EVAL_SEED_OFFSET)
+    return load_games(split)
+
+
+def task_source(env_name: str, split: str, num_generated: int, seed: int, max_steps: int,
+                lenient_actions: bool = False, num_tasks: int | None = None) -> TaskSource:
+    """``split`` selects train or eval tasks: ALFWorld takes a pack split
+    (train, valid_seen, valid_unseen) or generated / generated_eval; other
+    environments take "train" (seeds from 0) or "eval" (seeds from 1e6)."""
+    if env_name.startswith("alfworld"):
+        games = _alfworld_games(split, num_generated, seed)
+        if num_tasks:
+            games = games[:num_tasks]
+        return TaskSource(env_name, lambda: make_env(env_name, games=games, max_steps=max_steps,
+                                                     lenient_actions=lenient_actions),
+                          list(range(len(games))), env_name)
+    is_eval = split in ("eval", "generated_eval", "valid_unseen", "valid_seen")
+    start = _EVAL_SEED_OFFSET if is_eval else 0
+    count = num_tasks or (256 if is_eval else 100_000)
+    return TaskSource(env_name, lambda: make_env(env_name), list(range(start + seed, start + seed + count)),
+                      env_name)

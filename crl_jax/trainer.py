@@ -1,0 +1,321 @@
+"""The asynchronous dual loop of Complementary RL.
+
+Primary loop (this thread): rollouts -> advantages -> actor update.
+Background track: the experience manager's threads consolidate finished
+episodes with the extractor and publish bank snapshots; a trainer thread
+trains the extractor by CISPO whenever the manager's buffer has a batch.
+A failure on either track stops the run with the error shown.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from typing import Sequence
+
+import numpy as np
+
+from crl_jax import advantages as adv_lib
+from crl_jax import setup, warmstart
+from crl_jax.checkpointing import RunCheckpointer
+from crl_jax.episode_stats import batch_metrics, turn_advantages
+from crl_jax.experience import EpisodeRecord
+from crl_jax.extractor import ExtractorAgent
+from crl_jax.learner import Learner, pack_samples
+from crl_jax.metrics import MetricsWriter, PhaseTimings, ProgressBar
+from crl_jax.rollout import Episode, RolloutEngine
+from crl_jax.run_config import RunConfig
+from crl_jax.tasks import task_source
+from models.sampler import Sampler
+
+log = logging.getLogger(__name__)
+
+
+class BackgroundFailure(RuntimeError):
+    """The background track failed; the run stops."""
+
+
+class Trainer:
+    def __init__(self, cfg: RunConfig, out_dir: str | None = None):
+        self.cfg = cfg
+        self.out_dir = out_dir or cfg.train.out_dir
+        os.makedirs(self.out_dir, exist_ok=True)
+        self.rng = np.random.default_rng(cfg.train.seed)
+        self.timings = PhaseTimings()
+        self.step = 0
+        self._stop = threading.Event()
+        self._failure: BaseException | None = None
+        self._ext_metrics: list[dict] = []
+        self._ext_thread: threading.Thread | None = None
+        self.manager = None
+        self._build()
+
+    # ----- set-up --------------------------------------------------------------------------
+    def _build(self) -> None:
+        cfg, t = self.cfg, self.cfg.train
+        max_steps = cfg.env.max_episode_steps or cfg.rollout.max_turns
+        self.train_sources = [task_source(n, cfg.env.train_split, cfg.env.num_generated, t.seed,
+                                          max_steps, cfg.env.lenient_actions) for n in cfg.env.names]
+        self.eval_sources = [task_source(n, cfg.env.eval_split, cfg.env.num_generated, t.seed,
+                                         max_steps, cfg.env.lenient_actions, cfg.env.num_eval_tasks)
+                             for n in cfg.env.names]
+        tiny = not cfg.actor.checkpoint
+        demos = []
+        if tiny or cfg.warm_start.demos:
+            with self.timings.time("demos"):
+                per_env = max(1, cfg.warm_start.demos // len(self.train_sources))
+                for src in self.train_sources:
+                    picks = self.rng.choice(len(src.tasks), size=min(per_env, len(src.tasks)),
+                                            replace=False)
+                    demos += warmstart.collect_demos(src.env_name, src.make,
+                                                     [src.tasks[i] for i in picks], max_steps,
+                                                     src.expert)
+        self.demos = demos
+        tok = setup.load_tokenizer_for(cfg.actor)
+        self.tokenizer = tok or setup.env_tokenizer(cfg, demos, self.out_dir)
+        ext_tok = setup.load_tokenizer_for(cfg.extractor) or self.tokenizer
+        self.ext_tokenizer = ext_tok
+        actor_model = setup.build_model(cfg.actor, self.tokenizer, t.seed, setup.role_mesh(cfg.actor))
+        self.actor = Learner(actor_model, cfg.actor_optim, cfg.actor_loss,
+                             mesh=setup.role_mesh(cfg.actor))
+        self.use_experience = cfg.experience.mode != "none"
+        if self.use_experience:
+            ext_model = setup.build_model(cfg.extractor, ext_tok, t.seed + 1,
+                                          setup.role_mesh(cfg.extractor))
+            self.extractor = Learner(ext_model, cfg.extractor_optim, cfg.extractor_loss,
+                                     mesh=setup.role_mesh(cfg.extractor))
+        self._warm_start(demos)
+        self.sampler = Sampler(self.actor.model, pad_id=self.tokenizer.pad_id)
+        self.engine = RolloutEngine(self.sampler, self.tokenizer, cfg.rollout)
+        n = t.tasks_per_step * t.group_size
+        self.train_envs = {s.env_name: [s.make() for _ in range(n)] for s in self.train_sources}
+        if self.use_experience:
+            frozen = cfg.experience.mode in ("offline", "static_online")
+            self.agent = ExtractorAgent(self.extractor, ext_tok, cfg.rollout.format,
+                                        cfg.experience.extractor_max_new_tokens,
+                                        cfg.rollout.temperature, t.seed, frozen=frozen)
+            self.manager = setup.make_manager(cfg, self.agent, setup.dedup_merger)
+            if cfg.experience.mode == "offline":
+                self._build_offline_bank(demos)
+
+    def _warm_start(self, demos) -> None:
+        cfg, ws = self.cfg, self.cfg.warm_start
+        if cfg.actor.checkpoint or not demos:
+            return
+        rng = np.random.default_rng(cfg.train.seed + 7)
+        with self.timings.time("warm_start"):
+            samples = warmstart.actor_sft_samples(demos, self.tokenizer, cfg.rollout.history, rng,
+                                                  0.5 if self.use_experience else 0.0,
+                                                  cfg.rollout.list_actions,
+                                                  ws.recovery_fraction)
+            losses = setup.supervised_warm_start(self.actor, samples, ws.actor_lr, ws.actor_steps,
+                                                 ws.batch, self.tokenizer.pad_id, rng, "actor")
+            self.warm_start_losses = {"actor": losses}
+            if self.use_experience and not cfg.extractor.checkpoint:
+                samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer)
+                self.warm_start_losses["extractor"] = setup.supervised_warm_start(
+                    self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
+                    self.ext_tokenizer.pad_id, rng, "extractor")
+        log.info("warm start: %s", {k: (round(v[0], 3), round(v[-1], 3))
+                                    for k, v in self.warm_start_losses.items() if v})
+
+    def _build_offline_bank(self, demos) -> None:
+        """Offline Exp.: the fixed extractor distils the demonstrations once; the bank is then static."""
+        futures = [self.manager.submit_episode(EpisodeRecord(
+            d.goal, warmstart.prompts.trajectory_text(d.actions, d.observations[1:]), d.won,
+            d.env_name, None, 0)) for d in demos]
+        for f in futures:
+            f.result(timeout=600)
+
+    # ----- one step ------------------------------------------------------------------------
+    def _retrieve(self, queries: list[str], keys: list[str]):
+        per_task = self.cfg.experience.bank.per_task
+        futures = [self.manager.search(q, k if per_task else "") for q, k in zip(queries, keys)]
+        out = []
+        for f in futures:
+            hits = f.result(timeout=self.cfg.experience.bank.thread_timeout_s)
+            out.append((hits[0].entry.text, hits[0].entry.id) if hits else None)
+        return out
+
+    def play(self, sources, tasks_per_env: int, group: int, guided_fraction: float, envs=None,
+             seed: int = 0) -> list[Episode]:
+        episodes = []
+        for src in sources:
+            picks = self.rng.choice(len(src.tasks), size=min(tasks_per_env, len(src.tasks)),
+                                    replace=False)
+            tasks = [src.tasks[i] for i in picks for _ in range(group)]
+            n_guided = int(round(group * guided_fraction)) if self.use_experience else 0
+            guided = [k < n_guided for _ in picks for k in range(group)]
+            pool = envs[src.env_name] if envs else [src.make() for _ in tasks]
+            episodes += self.engine.play(pool[:len(tasks)], tasks, guided,
+                                         self._retrieve if any(guided) else None, seed=seed)
+        return episodes
+
+    def train_step(self) -> dict:
+        cfg, t = self.cfg, self.cfg.train
+        with self.timings.time("rollout"):
+            episodes = self.play(self.train_sources, t.tasks_per_step, t.group_size,
+                                 cfg.experience.guided_fraction, self.train_envs,
+                                 seed=t.seed * 100_003 + self.step)
+        metrics = batch_metrics(episodes, prefix="train/")
+        with self.timings.time("actor_update"):
+            turn_adv = turn_advantages(episodes, cfg.advantages)
+            if cfg.experience.mode != "exp_only":
+                samples = [s for ep, a in zip(episodes, turn_adv) for s in ep.samples(a)]
+                packed = pack_samples(samples, self.tokenizer.pad_id, cfg.actor_optim.micro_batch)
+                metrics.update({f"actor/{k}": v for k, v in self.actor.policy_step(packed).items()})
+                self.sampler.update_params(self.actor.model)
+        if self.use_experience:
+            self._feed_manager(episodes)
+        return metrics
+
+    def _feed_manager(self, episodes: Sequence[Episode]) -> None:
+        mode = self.cfg.experience.mode
+        if mode == "offline":  # static bank, but guided outcomes still credit r(m)
+            return
+        for ep in episodes:
+            self.manager.submit_episode(EpisodeRecord(ep.goal, ep.trajectory_text(), ep.won,
+                                                      ep.task_key, ep.experience_id, self.step))
+        every = self.cfg.experience.merge_every
+        if every and (self.step + 1) % every == 0:
+            keys = {ep.task_key for ep in episodes} if self.cfg.experience.bank.per_task else {""}
+            for key in keys:
+                self.manager.merge(key, self.step)
+
+    # ----- background extractor training ---------------------------------------------------
+    def _extractor_loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                items = None
+                if self.step >= self.cfg.experience.extractor_train_after:
+                    items = self.manager.draw_training_batch(self.step)
+                if items:
+                    m = self.agent.train_step(items)
+                    m["at_actor_step"] = self.step
+                    self._ext_metrics.append(m)
+                else:
+                    self._stop.wait(0.05)
+        except BaseException as err:  # surfaced by _check() in the primary loop
+            self._failure = err
+
+    def _check(self) -> None:
+        if self._failure is not None:
+            raise BackgroundFailure(f"extractor training failed: {self._failure!r}") from self._failure
+        if self.manager is not None:
+            self.manager.check()
+
+    # ----- evaluation ----------------------------------------------------------------------
+    def evaluate(self) -> dict:
+        out = {}
+        modes = [("with_exp", 1.0), ("no_exp", 0.0)] if self.use_experience else [("no_exp", 0.0)]
+        for name, frac in modes:
+            eps = []
+            for src in self.eval_sources:
+                tasks = src.tasks[: self.cfg.env.num_eval_tasks]
+                pool = [src.make() for _ in tasks]
+                use = self.use_experience and frac > 0
+                eps += self.engine.play(pool, tasks, [use] * len(tasks),
+                                        self._retrieve if use else None, seed=12345)
+            out.update(batch_metrics(eps, prefix=f"eval_{name}/"))
+        return out
+
+    # ----- checkpoints -----------------------------------------------------------------------
+    def _trees(self) -> dict:
+        trees = {"actor_params": self.actor.params, "actor_opt": self.actor.opt_state}
+        if self.use_experience:
+            trees.update(extractor_params=self.extractor.params, extractor_opt=self.extractor.opt_state)
+        return trees
+
+    def save_checkpoint(self, ckpt: RunCheckpointer, step: int) -> None:
+        host = {"step": step, "rng": self.rng.bit_generator.state}
+        files = {}
+        if self.manager is not None:
+            self.manager.bank.flush()
+            files["bank"] = self.manager.bank.save
+            host["extractor_buffer"] = self.manager.training_buffer.state_dict()
+        ckpt.save(step, self._trees(), host, files)
+
+    def restore_checkpoint(self, ckpt: RunCheckpointer) -> int:
+        """Loads the latest checkpoint; returns the number of steps already done."""
+        if ckpt.latest_step() is None:
+            return 0
+        restored = ckpt.restore(targets=self._trees())
+        trees = restored.trees
+        self.actor.params, self.actor.opt_state = trees["actor_params"], trees["actor_opt"]
+        self.sampler.update_params(self.actor.model)
+        if self.use_experience:
+            self.extractor.params = trees["extractor_params"]
+            self.extractor.opt_state = trees["extractor_opt"]
+            self.agent.sampler.update_params(self.extractor.model)
+            self.manager.bank.restore(restored.files["bank"])
+            self.manager.training_buffer.load_state_dict(restored.host_state["extractor_buffer"])
+        self.rng.bit_generator.state = restored.host_state["rng"]
+        log.info("resumed from step %d", restored.step)
+        return int(restored.host_state["step"])
+
+    # ----- the run -------------------------------------------------------------------------
+    def run(self, resume: bool = False) -> list[dict]:
+        cfg, t = self.cfg, self.cfg.train
+        history = []
+        ckpt = RunCheckpointer(os.path.join(self.out_dir, "checkpoints"), keep=3)
+        start = self.restore_checkpoint(ckpt) if resume else 0
+        if not resume and ckpt.latest_step() is not None:
+            raise FileExistsError(f"{self.out_dir} already holds checkpoints: pass --resume to "
+                                  f"continue that run, or choose another out_dir")
+        writer = MetricsWriter(self.out_dir)
+        writer.truncate_after(start)
+        bar = ProgressBar(t.steps, initial=start,
+                          keys=("train/success", "train/actions", "eval_no_exp/success"))
+        train_extractor = cfg.experience.mode in ("comp_rl", "exp_only")
+        if self.use_experience and train_extractor:
+            self._ext_thread = threading.Thread(target=self._extractor_loop, daemon=True,
+                                                name="crl-extractor-train")
+            self._ext_thread.start()
+        try:
+            first = self.evaluate() if t.eval_every and start == 0 else {}
+            if first:
+                writer.write(0, first)
+            for self.step in range(start, t.steps):
+                self._check()
+                metrics = self.train_step()
+                if t.eval_every and ((self.step + 1) % t.eval_every == 0 or self.step + 1 == t.steps):
+                    with self.timings.time("eval"):
+                        metrics.update(self.evaluate())
+                metrics.update(self._background_metrics())
+                metrics.update(self.timings.pop_all())
+                writer.write(self.step + 1, metrics)
+                history.append(metrics)
+                bar.update(self.step + 1, metrics)
+                every = t.checkpoint_every
+                if every and ((self.step + 1) % every == 0 or self.step + 1 == t.steps):
+                    with self.timings.time("checkpoint"):
+                        self.save_checkpoint(ckpt, self.step + 1)
+            self._check()
+        finally:
+            ckpt.close()
+            self._stop.set()
+            if self._ext_thread is not None:
+                self._ext_thread.join(timeout=60)
+            if self.manager is not None:
+                self.manager.close()
+            bar.close()
+            writer.close()
+        return [first] + history if first else history
+
+    def _background_metrics(self) -> dict:
+        out = {}
+        if self.manager is not None:
+            snap = self.manager.bank.snapshot
+            out["bank/size"] = len(snap)
+            out.update({f"manager/{k}": v for k, v in self.manager.counters.items()})
+            out["extractor/buffer_ready"] = self.manager.training_buffer.ready_count()
+        if self._ext_metrics:
+            done, self._ext_metrics = self._ext_metrics, []
+            out["extractor/updates"] = len(done)
+            for k in ("loss", "reward_mean", "weight_mean", "grad_norm"):
+                vals = [m[k] for m in done if k in m]
+                if vals:
+                    out[f"extractor/{k}"] = float(np.mean(vals))
+        return out

@@ -1,0 +1,154 @@
+"""Warm start for the tiny CPU models: expert demonstrations, a tokenizer
+trained on environment text, and supervised data for both models.
+
+The actor learns to imitate the expert from compact prompts (half of them
+carrying an experience entry distilled from another demonstration of a
+similar task, so it learns to read one). The extractor learns to turn a
+trajectory into an operation: a successful one into an Add of a compact
+plan entry, a failed one into Return. RL then improves both; the warm start
+is kept short so it has room to.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Callable, Sequence
+
+import numpy as np
+
+from crl_jax import prompts
+from crl_jax.envs.registry import make_expert
+from crl_jax.learner import Sample
+
+
+@dataclasses.dataclass
+class Demo:
+    env_name: str
+    task: object
+    goal: str
+    observations: list[str]  # o_0 .. o_T
+    actions: list[str]  # a_0 .. a_{T-1}
+    won: bool
+    task_type: str = ""
+    valid: list = dataclasses.field(default_factory=list)  # admissible actions before each action
+
+
+def collect_demos(env_name: str, make: Callable[[], object], tasks: Sequence, max_turns: int,
+                  expert_name: str | None = None) -> list[Demo]:
+    """Plays the registered expert on each task (one environment, reused)."""
+    env, expert = make(), make_expert(expert_name or env_name)
+    demos = []
+    for task in tasks:
+        obs, info = env.reset(task)
+        expert.reset()
+        observations, actions, valid, won = [obs], [], [tuple(info.admissible_actions)], False
+        for _ in range(max_turns):
+            action = expert.act(env)
+            step = env.step(action)
+            actions.append(action)
+            observations.append(step.observation)
+            valid.append(tuple(step.info.admissible_actions))
+            won = won or step.info.won
+            if step.done or step.info.won:
+                break
+        demos.append(Demo(env_name, task, info.goal, observations, actions, bool(won),
+                          str(info.extra.get("task_type", "")), valid))
+    env.close()
+    return demos
+
+
+def plan_entry(demo: Demo, max_actions: int = 12) -> str:
+    """A compact experience entry from a successful demonstration: the goal
+    and the decisive actions (navigation collapsed), as a plan to follow."""
+    key = [a for a in demo.actions if not a.startswith(("go to", "look", "inventory", "examine"))]
+    steps = key[:max_actions] or demo.actions[:max_actions]
+    return f"{demo.goal}: " + " > ".join(steps)
+
+
+def extractor_response(entry: str | None) -> str:
+    if entry is None:
+        return json.dumps([{"op": "return"}])
+    return json.dumps([{"op": "add", "entry": entry}])
+
+
+def _wrong_action(action: str, pool: Sequence[str], rng: np.random.Generator) -> str:
+    """A plausible mistake: another demo's action, or this one with a wrong number."""
+    if rng.random() < 0.5 and any(ch.isdigit() for ch in action):
+        return "".join(str(int(rng.integers(1, 10))) if ch.isdigit() else ch for ch in action)
+    return pool[int(rng.integers(len(pool)))]
+
+
+def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.random.Generator,
+                      guided_fraction: float = 0.5, list_actions: str = "none",
+                      recovery_fraction: float = 0.2) -> list[Sample]:
+    """(compact prompt, expert action + EOS) pairs from winning demonstrations.
+
+    A guided demonstration shows the plan entry of another winning demo of the
+    same task type (the kind of entry retrieval would find). A fraction of
+    turns is duplicated with a rejected wrong action in the history ("did: X
+    -> Nothing happens.", as the rollout renders it), so the actor learns to
+    recover from its own mistakes, which expert data never shows."""
+    wins = [d for d in demos if d.won]
+    by_type: dict[str, list[Demo]] = {}
+    for d in wins:
+        by_type.setdefault(d.task_type, []).append(d)
+    all_actions = [a for d in wins for a in d.actions] or ["look"]
+    samples = []
+    for d in wins:
+        experience = None
+        if rng.random() < guided_fraction:
+            peers = [p for p in by_type[d.task_type] if p is not d] or [d]
+            experience = plan_entry(peers[int(rng.integers(len(peers)))])
+        for t, action in enumerate(d.actions):
+            hist = tuple(zip(d.actions[max(0, t - history):t],
+                             d.observations[max(0, t - history) + 1:t + 1])) if history else ()
+            listed = prompts.listed_actions(d.valid[t], list_actions) if d.valid else ()
+            views = [prompts.TurnView(d.goal, d.observations[t], hist, experience, listed)]
+            if history and rng.random() < recovery_fraction:
+                miss = (_wrong_action(action, all_actions, rng), "Nothing happens.")
+                views.append(prompts.TurnView(d.goal, d.observations[t],
+                                              (hist + (miss,))[-history:], experience, listed))
+            a = tokenizer.encode(action) + [tokenizer.eos_id]
+            for view in views:
+                p = tokenizer.encode(prompts.render_actor_compact(view))
+                samples.append(Sample(p + a, [0] * len(p) + [1] * len(a)))
+    return samples
+
+
+def extractor_sft_samples(demos: Sequence[Demo], tokenizer) -> list[Sample]:
+    samples = []
+    for d in demos:
+        view = prompts.ExtractorView(d.goal, prompts.trajectory_text(d.actions, d.observations[1:]),
+                                     d.won)
+        p = tokenizer.encode(prompts.render_extractor_compact(view))
+        r = tokenizer.encode(extractor_response(plan_entry(d) if d.won else None)) + [tokenizer.eos_id]
+        samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
+    return samples
+
+
+def tokenizer_corpus(demos: Sequence[Demo], history: int) -> list[str]:
+    """Everything the tiny models will read or write, for tokenizer training."""
+    texts = []
+    for d in demos:
+        texts.append(prompts.render_actor_compact(
+            prompts.TurnView(d.goal, d.observations[0], (), plan_entry(d),
+                             d.valid[0] if d.valid else ())))
+        texts.extend(d.observations)
+        texts.extend(d.actions)
+        view = prompts.ExtractorView(d.goal, prompts.trajectory_text(d.actions, d.observations[1:]),
+                                     d.won)
+        texts.append(prompts.render_extractor_compact(view))
+        texts.append(extractor_response(plan_entry(d)))
+        texts.append(extractor_response(None))
+    return texts
+
+
+def train_env_tokenizer(demos: Sequence[Demo], vocab_size: int, out_dir: str, history: int):
+    from models.tokenizer import load_tokenizer
+    from models.tokenizer_training import train_lossless_tokenizer
+
+    path = os.path.join(out_dir, "tokenizer")
+    if not os.path.exists(os.path.join(path, "tokenizer.json")):
+        train_lossless_tokenizer(tokenizer_corpus(demos, history), vocab_size, path, kind="bpe")
+    return load_tokenizer(path)

@@ -1,0 +1,1 @@
+"""Run presets: one module per preset, each with get_config() -> RunConfig."""
