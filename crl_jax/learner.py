@@ -174,7 +174,7 @@ class Learner:
             body, (zeros, jnp.float32(0), jnp.float32(0)), mbs)
         scale = jnp.where(count > 0, 1.0 / jnp.maximum(count, 1.0), 0.0)
         grads = jax.tree.map(lambda g: g * scale, grads)
-        grad_norm = optax.global_norm(grads)
+        grad_norm = optax.tree.norm(grads)
         updates, opt_state = self.tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
         metrics = {k: jnp.mean(v) for k, v in diags.items()}
