@@ -88,7 +88,7 @@ class AlfWorldEnv:
     def reset(self, task: str | int | None = None) -> tuple[str, StepInfo]:
         record = self._select(task)
         if self._engine is None or self.record is None or self.record.id != record.id:
-            self.close()
+            self._close_engine()
             self._engine = self._make_engine(record)
             self._tracker = SubtaskTracker(record.task_type, record.params, spec_for(record))
         self.record = record
@@ -123,10 +123,13 @@ class AlfWorldEnv:
                         subtask_events=events, subtasks=SUBTASKS[record.task_type],
                         invalid_action=invalid, task_id=record.id, extra=extra)
 
-    def close(self) -> None:
+    def _close_engine(self) -> None:
         if self._engine is not None and hasattr(self._engine, "close"):
             self._engine.close()
         self._engine = None
+
+    def close(self) -> None:
+        self._close_engine()
 
 
 class FastAlfWorldEnv(AlfWorldEnv):
@@ -137,11 +140,25 @@ class FastAlfWorldEnv(AlfWorldEnv):
 
 
 class RealAlfWorldEnv(AlfWorldEnv):
+    """The original engine, run in a worker process (see alfworld_real_process
+    for why it cannot share a process with usearch)."""
+
     name = "alfworld_real"
+    _worker = None
 
     def _make_engine(self, record):
-        from crl_jax.envs.alfworld_real import RealAlfredEngine
-        return RealAlfredEngine(record)
+        from crl_jax.envs.alfworld_real import _import_textworld
+        from crl_jax.envs.alfworld_real_process import IsolatedRealAlfredEngine, RealEngineWorker
+        _import_textworld()  # a clear ImportError here, not in the worker
+        if self._worker is None:
+            self._worker = RealEngineWorker()
+        return IsolatedRealAlfredEngine(record, self._worker)
+
+    def close(self) -> None:
+        super().close()
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
 
 
 def make_alfworld_env(engine: str = "fast", **kwargs) -> AlfWorldEnv:

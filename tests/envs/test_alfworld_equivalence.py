@@ -14,9 +14,29 @@ from crl_jax.envs.alfworld_compare import compare_engines
 from crl_jax.envs.alfworld_env import FastAlfWorldEnv, RealAlfWorldEnv, spec_for
 from crl_jax.envs.alfworld_fast import FastAlfredEngine
 from crl_jax.envs.alfworld_generator import generate_games
-from crl_jax.envs.alfworld_real import INSTALL_HINT, RealAlfredEngine, real_engine_available
+from crl_jax.envs.alfworld_real import INSTALL_HINT, real_engine_available
+from crl_jax.envs.alfworld_real_process import IsolatedRealAlfredEngine, RealEngineWorker
+
 from tests.envs.alfworld_minigame import RECORD
 from tests.envs.test_alfworld_fast import INTRO, QUIRK_SCRIPT, WIN_SCRIPT
+
+# The real engine runs in a worker process: in a full test run usearch is
+# already imported, and libdownward cannot share a process with it
+# (see crl_jax/envs/alfworld_real_process.py).
+_WORKER = None
+
+
+def RealAlfredEngine(record):  # noqa: N802 (stands in for the in-process class)
+    global _WORKER
+    if _WORKER is None:
+        _WORKER = RealEngineWorker()
+    return IsolatedRealAlfredEngine(record, _WORKER)
+
+
+def teardown_module():
+    if _WORKER is not None:
+        _WORKER.close()
+
 
 needs_real = pytest.mark.skipif(not real_engine_available(),
                                 reason=f"real ALFWorld engine not installed: {INSTALL_HINT}")
