@@ -75,7 +75,8 @@ def render_actor_compact(view: TurnView, obs_chars: int = 240, exp_chars: int = 
         lines.append(f"exp: {_clip(view.experience, exp_chars)}")
     for action, obs in view.history:
         lines.append(f"did: {action} -> {_clip(obs, 80)}")
-    lines.append(f"obs: {_clip(view.observation, obs_chars)}")
+    obs = view.observation.strip()  # verbatim: grids need their spaces and line breaks
+    lines.append("obs: " + (obs if len(obs) <= obs_chars else obs[: obs_chars - 3] + "..."))
     if view.valid_actions:
         lines.append("can: " + "; ".join(view.valid_actions))
     lines.append("act:")

@@ -37,6 +37,7 @@ class RolloutConfig:
     format: str = "compact"
     # compact format: which valid actions the prompt lists (none | all | non_navigation)
     list_actions: str = "none"
+    obs_chars: int = 240  # compact format: the current observation is cut to this length
 
     def __post_init__(self):
         if self.format not in prompts.FORMATS:
@@ -122,7 +123,7 @@ class RolloutEngine:
 
     def _prompt_ids(self, view: prompts.TurnView) -> list[int]:
         if self.config.format == "compact":
-            ids = self.tokenizer.encode(prompts.render_actor_compact(view))
+            ids = self.tokenizer.encode(prompts.render_actor_compact(view, self.config.obs_chars))
         else:
             text = self.tokenizer.apply_chat_template(prompts.render_actor_chat_messages(view),
                                                       add_generation_prompt=True)

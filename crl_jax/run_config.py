@@ -47,6 +47,8 @@ class EnvSpec:
     train_split: str = "generated"  # ALFWorld: generated | train; others: seeds
     eval_split: str = "generated_eval"  # ALFWorld: valid_unseen at paper scale
     num_generated: int = 400
+    # ALFWorld generated games: restrict to these task types (empty = all six)
+    task_types: tuple[str, ...] = ()
     num_eval_tasks: int = 32
     lenient_actions: bool = False
     max_episode_steps: int = 0  # 0 = the rollout's max_turns

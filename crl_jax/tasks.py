@@ -18,24 +18,31 @@ class TaskSource:
     expert: str  # registry name of the expert
 
 
-def _alfworld_games(split: str, num_generated: int, seed: int):
+def _alfworld_games(split: str, num_generated: int, seed: int, task_types: tuple = ()):
     from crl_jax.envs.alfworld_data import load_games
     from crl_jax.envs.alfworld_generator import generate_games
 
-    if split == "generated":
-        return generate_games(num_generated, seed=seed)
-    if split == "generated_eval":  # same grammar, different seed range: unseen games
-        return generate_games(max(64, num_generated // 4), seed=seed + _EVAL_SEED_OFFSET)
-    return load_games(split)
+    if split in ("generated", "generated_eval"):
+        n = num_generated if split == "generated" else max(64, num_generated // 4)
+        start = seed + (_EVAL_SEED_OFFSET if split == "generated_eval" else 0)  # unseen games
+        if not task_types:
+            return generate_games(n, seed=start)
+        per = -(-n // len(task_types))
+        games = [g for i, tt in enumerate(task_types)
+                 for g in generate_games(per, seed=start + i * 100_000, task_type=tt)]
+        return tuple(games[:n])
+    games = load_games(split)
+    return tuple(g for g in games if not task_types or g.task_type in task_types)
 
 
 def task_source(env_name: str, split: str, num_generated: int, seed: int, max_steps: int,
-                lenient_actions: bool = False, num_tasks: int | None = None) -> TaskSource:
+                lenient_actions: bool = False, num_tasks: int | None = None,
+                task_types: tuple = ()) -> TaskSource:
     """``split`` selects train or eval tasks: ALFWorld takes a pack split
     (train, valid_seen, valid_unseen) or generated / generated_eval; other
     environments take "train" (seeds from 0) or "eval" (seeds from 1e6)."""
     if env_name.startswith("alfworld"):
-        games = _alfworld_games(split, num_generated, seed)
+        games = _alfworld_games(split, num_generated, seed, task_types)
         if num_tasks:
             games = games[:num_tasks]
         return TaskSource(env_name, lambda: make_env(env_name, games=games, max_steps=max_steps,

@@ -38,8 +38,9 @@ class BackgroundFailure(RuntimeError):
 
 
 class Trainer:
-    def __init__(self, cfg: RunConfig, out_dir: str | None = None):
+    def __init__(self, cfg: RunConfig, out_dir: str | None = None, resume: bool = False):
         self.cfg = cfg
+        self.resuming = resume
         self.out_dir = out_dir or cfg.train.out_dir
         os.makedirs(self.out_dir, exist_ok=True)
         self.rng = np.random.default_rng(cfg.train.seed)
@@ -57,10 +58,11 @@ class Trainer:
         cfg, t = self.cfg, self.cfg.train
         max_steps = cfg.env.max_episode_steps or cfg.rollout.max_turns
         self.train_sources = [task_source(n, cfg.env.train_split, cfg.env.num_generated, t.seed,
-                                          max_steps, cfg.env.lenient_actions) for n in cfg.env.names]
+                                          max_steps, cfg.env.lenient_actions, None,
+                                          cfg.env.task_types) for n in cfg.env.names]
         self.eval_sources = [task_source(n, cfg.env.eval_split, cfg.env.num_generated, t.seed,
-                                         max_steps, cfg.env.lenient_actions, cfg.env.num_eval_tasks)
-                             for n in cfg.env.names]
+                                         max_steps, cfg.env.lenient_actions, cfg.env.num_eval_tasks,
+                                         cfg.env.task_types) for n in cfg.env.names]
         tiny = not cfg.actor.checkpoint
         demos = []
         if tiny or cfg.warm_start.demos:
@@ -102,6 +104,10 @@ class Trainer:
 
     def _warm_start(self, demos) -> None:
         cfg, ws = self.cfg, self.cfg.warm_start
+        self.warm_start_losses = {}
+        ckpt_dir = os.path.join(self.out_dir, "checkpoints")
+        if self.resuming and os.path.isdir(ckpt_dir) and os.listdir(ckpt_dir):
+            return  # the checkpoint holds the trained weights
         if cfg.actor.checkpoint or not demos:
             return
         rng = np.random.default_rng(cfg.train.seed + 7)
@@ -109,10 +115,10 @@ class Trainer:
             samples = warmstart.actor_sft_samples(demos, self.tokenizer, cfg.rollout.history, rng,
                                                   0.5 if self.use_experience else 0.0,
                                                   cfg.rollout.list_actions,
-                                                  ws.recovery_fraction)
+                                                  ws.recovery_fraction, cfg.rollout.obs_chars)
             losses = setup.supervised_warm_start(self.actor, samples, ws.actor_lr, ws.actor_steps,
                                                  ws.batch, self.tokenizer.pad_id, rng, "actor")
-            self.warm_start_losses = {"actor": losses}
+            self.warm_start_losses["actor"] = losses
             if self.use_experience and not cfg.extractor.checkpoint:
                 samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer)
                 self.warm_start_losses["extractor"] = setup.supervised_warm_start(

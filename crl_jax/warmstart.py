@@ -81,7 +81,7 @@ def _wrong_action(action: str, pool: Sequence[str], rng: np.random.Generator) ->
 
 def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.random.Generator,
                       guided_fraction: float = 0.5, list_actions: str = "none",
-                      recovery_fraction: float = 0.2) -> list[Sample]:
+                      recovery_fraction: float = 0.2, obs_chars: int = 240) -> list[Sample]:
     """(compact prompt, expert action + EOS) pairs from winning demonstrations.
 
     A guided demonstration shows the plan entry of another winning demo of the
@@ -111,7 +111,7 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
                                               (hist + (miss,))[-history:], experience, listed))
             a = tokenizer.encode(action) + [tokenizer.eos_id]
             for view in views:
-                p = tokenizer.encode(prompts.render_actor_compact(view))
+                p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))
                 samples.append(Sample(p + a, [0] * len(p) + [1] * len(a)))
     return samples
 

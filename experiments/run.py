@@ -39,7 +39,7 @@ def main(argv):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     from crl_jax.trainer import Trainer
 
-    trainer = Trainer(cfg, out_dir)
+    trainer = Trainer(cfg, out_dir, resume=FLAGS.resume)
     history = trainer.run(resume=FLAGS.resume)
     final = history[-1] if history else {}
     summary = {k: v for k, v in final.items() if k.startswith(("eval", "train/success"))}

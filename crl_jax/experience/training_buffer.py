@@ -102,3 +102,15 @@ class ExtractorTrainingBuffer:
                 s.train_count += 1
                 s.last_trained_step = step
             return items
+
+    def state_dict(self) -> dict:
+        """JSON-able contents, for run checkpoints."""
+        with self._lock:
+            return {"samples": [dataclasses.asdict(s) for s in self._samples.values()]}
+
+    def load_state_dict(self, state: dict) -> None:
+        with self._lock:
+            self._samples.clear()
+            for raw in state["samples"]:
+                raw = dict(raw, entry_ids=tuple(raw["entry_ids"]), outcomes=list(raw["outcomes"]))
+                self._samples[raw["key"]] = ExtractorSample(**raw)

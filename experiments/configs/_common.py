@@ -1,0 +1,73 @@
+"""Shared pieces of the presets (not a preset itself: the name starts with _)."""
+import os
+
+from crl_jax.experience.config import ExperienceConfig
+from crl_jax.learner import OptimConfig
+from crl_jax.rollout import RolloutConfig
+from crl_jax.run_config import (AdvantageSpec, EnvSpec, ExperienceSpec, ModelSpec, RunConfig,
+                                TrainSpec, WarmStartSpec)
+from kernels.policy_losses import PolicyLossConfig
+
+# Paper-scale checkpoints are local Hugging Face directories under this root
+# (override any path on the command line: actor.checkpoint=/path/to/dir).
+CHECKPOINTS = os.environ.get("CRL_CHECKPOINTS", "/data/checkpoints")
+
+TINY = ModelSpec(hidden_size=128, intermediate_size=384, num_layers=2, num_heads=4,
+                 num_kv_heads=2, head_dim=32)
+
+
+def cpu_config(name: str, envs: tuple, *, max_turns: int, obs_chars: int = 240,
+               list_actions: str = "none", steps: int = 30, tasks_per_step: int = 8,
+               failure_reward: float = 0.0, demos: int = 200, max_new_tokens: int = 12,
+               **env_kw) -> RunConfig:
+    """A tiny-model preset: models from scratch, warm start on expert demos, then RL."""
+    return RunConfig(
+        name=name, actor=TINY, extractor=TINY,
+        env=EnvSpec(names=envs, **env_kw),
+        rollout=RolloutConfig(max_turns=max_turns, max_new_tokens=max_new_tokens, history=2,
+                              temperature=1.0, format="compact", list_actions=list_actions,
+                              obs_chars=obs_chars),
+        actor_optim=OptimConfig(lr=3e-4, micro_batch=64, grad_clip=1.0),
+        actor_loss=PolicyLossConfig.split_grpo_released(),
+        extractor_optim=OptimConfig(lr=1e-4, micro_batch=16, grad_clip=1.0),
+        extractor_loss=PolicyLossConfig.cispo_paper(),
+        experience=ExperienceSpec(mode="comp_rl", guided_fraction=0.5, merge_every=5,
+                                  extractor_train_after=5, extractor_max_new_tokens=64,
+                                  embedder="hashing",
+                                  bank=ExperienceConfig(train_batch_size=32, workers=2,
+                                                        consolidation_context=1)),
+        advantages=AdvantageSpec(mode="split", normalize_std=True, failure_reward=failure_reward),
+        warm_start=WarmStartSpec(demos=demos, actor_steps=300, actor_lr=3e-3, extractor_steps=60,
+                                 extractor_lr=3e-3, batch=32, vocab_size=1024),
+        train=TrainSpec(steps=steps, tasks_per_step=tasks_per_step, group_size=4, eval_every=10,
+                        checkpoint_every=10, seed=0, out_dir=f"runs/{name}"),
+    )
+
+
+def paper_config(name: str, envs: tuple, *, max_turns: int, max_new_tokens: int, steps: int,
+                 tasks_per_step: int, failure_reward: float = 0.0,
+                 actor: str = "Qwen2.5-7B-Instruct", **env_kw) -> RunConfig:
+    """The paper's setting (PAPER.md "Paper-scale settings"): Qwen checkpoints,
+    K = 8 rollouts per task, chat format with <think>/<action>, lr 1e-6."""
+    big = dict(dtype="bfloat16", param_dtype="bfloat16", scan_layers=True, remat=True)
+    return RunConfig(
+        name=name,
+        actor=ModelSpec(checkpoint=os.path.join(CHECKPOINTS, actor), **big),
+        extractor=ModelSpec(checkpoint=os.path.join(CHECKPOINTS, "Qwen3-4B-Thinking-2507"), **big),
+        env=EnvSpec(names=envs, num_eval_tasks=134, **env_kw),
+        rollout=RolloutConfig(max_turns=max_turns, max_new_tokens=max_new_tokens,
+                              max_prompt_tokens=8192, history=4, temperature=0.99, top_p=0.99,
+                              top_k=100, format="chat"),
+        actor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0, temperature=0.99),
+        actor_loss=PolicyLossConfig.split_grpo_paper(),
+        extractor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0, temperature=0.99),
+        extractor_loss=PolicyLossConfig.cispo_paper(),
+        experience=ExperienceSpec(
+            mode="comp_rl", guided_fraction=0.5, merge_every=5, search_and_ask=False,
+            extractor_train_after=5, extractor_max_new_tokens=2048,
+            embedder=os.path.join(CHECKPOINTS, "Qwen3-Embedding-0.6B"), bank=ExperienceConfig()),
+        advantages=AdvantageSpec(mode="split", normalize_std=True, failure_reward=failure_reward),
+        warm_start=WarmStartSpec(demos=0, actor_steps=0, extractor_steps=0),
+        train=TrainSpec(steps=steps, tasks_per_step=tasks_per_step, group_size=8, eval_every=16,
+                        checkpoint_every=8, seed=0, out_dir=f"runs/{name}"),
+    )

@@ -1,0 +1,93 @@
+"""End-to-end runs: every CPU preset for two steps, and resume after a crash."""
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+
+from crl_jax.config_tools import apply_overrides, load_preset
+from crl_jax.metrics import read_metrics
+from crl_jax.trainer import Trainer
+
+SMALL = ["train.steps=2", "train.tasks_per_step=2", "train.group_size=2", "train.eval_every=2",
+         "train.checkpoint_every=2", "warm_start.demos=6", "warm_start.actor_steps=2",
+         "warm_start.extractor_steps=2", "warm_start.batch=8", "warm_start.vocab_size=400",
+         "rollout.max_turns=3", "env.num_eval_tasks=2", "env.num_generated=8",
+         "experience.extractor_train_after=0", "experience.bank.train_batch_size=2",
+         "experience.extractor_max_new_tokens=16", "actor_optim.micro_batch=8",
+         "extractor_optim.micro_batch=4"]
+
+
+def _config(preset, tmp_path, extra=()):
+    return apply_overrides(load_preset(preset), SMALL + [f"train.out_dir={tmp_path}", *extra])
+
+
+@pytest.mark.parametrize("preset", ["alfworld_cpu", "minihack_room_cpu", "webshop_cpu",
+                                    "multitask3_cpu"])
+def test_cpu_preset_runs_two_steps(preset, tmp_path):
+    cfg = _config(preset, tmp_path)
+    history = Trainer(cfg, str(tmp_path)).run()
+    rows = read_metrics(str(tmp_path / "metrics.jsonl"))
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    last = rows[-1]
+    n_envs = len(cfg.env.names)
+    assert last["train/episodes"] == 2 * 2 * n_envs
+    assert 0.0 <= last["train/success"] <= 1.0
+    assert "eval_with_exp/success" in last and "eval_no_exp/success" in last
+    assert np.isfinite(last["actor/loss"]) and last["bank/size"] >= 0
+    assert last["manager/episodes"] >= 1  # episodes reached the extractor
+    assert os.path.isdir(tmp_path / "checkpoints" / "2")
+    assert history[-1]["train/episodes"] == last["train/episodes"]
+
+
+class _Crash(RuntimeError):
+    pass
+
+
+def test_resume_after_crash_equals_uninterrupted_run(tmp_path, monkeypatch):
+    extra = ["experience.mode=none", "train.steps=4", "train.checkpoint_every=2",
+             "train.eval_every=0"]
+    full = Trainer(_config("alfworld_cpu", tmp_path / "full", extra), str(tmp_path / "full"))
+    full.run()
+    want = read_metrics(str(tmp_path / "full" / "metrics.jsonl"))
+    want_params = jax.tree.map(np.asarray, full.actor.params)
+
+    out = str(tmp_path / "crashed")
+    crashing = Trainer(_config("alfworld_cpu", out, extra), out)
+    real_step = Trainer.train_step
+
+    def step_or_crash(self):
+        if self.step == 3:  # dies during step 4, after the step-2 checkpoint
+            raise _Crash("simulated crash")
+        return real_step(self)
+
+    monkeypatch.setattr(Trainer, "train_step", step_or_crash)
+    with pytest.raises(_Crash):
+        crashing.run()
+    monkeypatch.setattr(Trainer, "train_step", real_step)
+    assert [r["step"] for r in read_metrics(os.path.join(out, "metrics.jsonl"))] == [1, 2, 3]
+
+    resumed = Trainer(_config("alfworld_cpu", out, extra), out, resume=True)
+    resumed.run(resume=True)
+    got = read_metrics(os.path.join(out, "metrics.jsonl"))
+    assert [r["step"] for r in got] == [1, 2, 3, 4]
+    for a, b in zip(got, want):
+        for key in ("train/success", "train/actions", "actor/loss", "actor/entropy_mean"):
+            assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-6), (a["step"], key)
+    for a, b in zip(jax.tree.leaves(jax.tree.map(np.asarray, resumed.actor.params)),
+                    jax.tree.leaves(want_params)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_unknown_override_lists_valid_keys(tmp_path):
+    with pytest.raises(ValueError, match="steps"):
+        _config("alfworld_cpu", tmp_path, ["train.stepz=3"])
+
+
+def test_existing_run_needs_resume(tmp_path):
+    cfg = _config("alfworld_cpu", tmp_path, ["experience.mode=none", "train.steps=2",
+                                             "train.eval_every=0"])
+    Trainer(cfg, str(tmp_path)).run()
+    with pytest.raises(FileExistsError, match="--resume"):
+        Trainer(cfg, str(tmp_path)).run()
