@@ -62,7 +62,11 @@ def load_tokenizer_for(spec: ModelSpec):
     if not path:
         return None
     if not os.path.exists(path):
-        raise FileNotFoundError(f"tokenizer path {path!r} does not exist")
+        what = "tokenizer" if spec.tokenizer else "model checkpoint"
+        raise FileNotFoundError(
+            f"{what} {path!r} does not exist: pass a local Hugging Face directory (config.json, "
+            f"safetensors and tokenizer files), e.g. actor.checkpoint=/path/to/dir, or set "
+            f"$CRL_CHECKPOINTS; see BUILD.md 'Model checkpoints'")
     return load_tokenizer(path)
 
 

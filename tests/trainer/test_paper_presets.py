@@ -1,0 +1,64 @@
+"""Paper-scale presets on tiny random checkpoints in the Hugging Face layout."""
+import os
+import shutil
+
+import pytest
+
+from crl_jax.config_tools import apply_overrides, load_preset
+from crl_jax.metrics import read_metrics
+from crl_jax.trainer import Trainer
+from models.checkpoint import save_checkpoint
+from models.config import DecoderConfig
+from models.decoder import init_decoder
+from models.tokenizer import load_tokenizer
+from models.tokenizer_training import train_lossless_tokenizer
+
+TEXT = ["You are in the middle of a room. Looking quickly around you, you see a cabinet 1.",
+        "Your task is to: put a mug in cabinet. <think>go</think><action>go to cabinet 1</action>",
+        '[{"op": "add", "entry": {"title": "mug", "content": "look in cabinets"}}]'] * 20
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ckpt")
+    tok_dir = str(root / "tok")
+    train_lossless_tokenizer(TEXT, 400, tok_dir, kind="bpe")
+    tok = load_tokenizer(tok_dir)
+    paths = {}
+    for name, family in (("actor", "qwen2"), ("extractor", "qwen3"), ("embedder", "qwen3")):
+        cfg = DecoderConfig(family=family, vocab_size=tok.vocab_size, hidden_size=32,
+                            intermediate_size=64, num_layers=2, num_heads=4, num_kv_heads=2,
+                            head_dim=8, tie_embeddings=True, qkv_bias=family == "qwen2",
+                            qk_norm=family == "qwen3", eos_token_id=tok.eos_id,
+                            pad_token_id=tok.pad_id, param_dtype="bfloat16", dtype="bfloat16")
+        path = str(root / name)
+        save_checkpoint(init_decoder(cfg, seed=len(paths)), path)
+        for f in os.listdir(tok_dir):
+            shutil.copy(os.path.join(tok_dir, f), path)
+        paths[name] = path
+    return paths
+
+
+@pytest.mark.parametrize("preset", ["alfworld", "multitask3"])
+def test_paper_preset_runs_a_step_on_tiny_checkpoints(preset, checkpoints, tmp_path):
+    cfg = apply_overrides(load_preset(preset), [
+        f"actor.checkpoint={checkpoints['actor']}", f"extractor.checkpoint={checkpoints['extractor']}",
+        f"experience.embedder={checkpoints['embedder']}", "env.train_split=generated",
+        "env.eval_split=generated_eval", "env.num_generated=4", "env.num_eval_tasks=1",
+        "train.steps=1", "train.tasks_per_step=1", "train.group_size=2", "train.eval_every=1",
+        "train.checkpoint_every=1", "rollout.max_turns=2", "rollout.max_new_tokens=16",
+        "rollout.max_prompt_tokens=512", "experience.extractor_max_new_tokens=16",
+        f"train.out_dir={tmp_path}"])
+    assert cfg.rollout.format == "chat" and cfg.actor.dtype == "bfloat16"
+    Trainer(cfg, str(tmp_path)).run()
+    last = read_metrics(str(tmp_path / "metrics.jsonl"))[-1]
+    assert last["step"] == 1 and last["train/episodes"] == 2 * len(cfg.env.names)
+    assert os.path.isdir(tmp_path / "checkpoints" / "1")
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+    cfg = apply_overrides(load_preset("alfworld"), [
+        f"actor.checkpoint={tmp_path}/nowhere", "env.train_split=generated",
+        "env.eval_split=generated_eval", f"train.out_dir={tmp_path}"])
+    with pytest.raises(FileNotFoundError, match="nowhere.*BUILD.md"):
+        Trainer(cfg, str(tmp_path))
