@@ -46,6 +46,7 @@ class TurnView:
     history: tuple[tuple[str, str], ...] = ()  # (action, observation) pairs, oldest first
     experience: str | None = None
     valid_actions: tuple[str, ...] = ()
+    first_observation: str = ""  # shown as "start:" when the rollout keeps it (room layout)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -73,6 +74,8 @@ def render_actor_compact(view: TurnView, obs_chars: int = 240, exp_chars: int = 
     lines = [f"goal: {view.goal}"]
     if view.experience:
         lines.append(f"exp: {_clip(view.experience, exp_chars)}")
+    if view.first_observation:
+        lines.append(f"start: {_clip(view.first_observation, obs_chars)}")
     for action, obs in view.history:
         lines.append(f"did: {action} -> {_clip(obs, 80)}")
     obs = view.observation.strip()  # verbatim: grids need their spaces and line breaks

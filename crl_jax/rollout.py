@@ -38,6 +38,7 @@ class RolloutConfig:
     # compact format: which valid actions the prompt lists (none | all | non_navigation)
     list_actions: str = "none"
     obs_chars: int = 240  # compact format: the current observation is cut to this length
+    show_first_observation: bool = False  # compact format: keep the episode's first observation
 
     def __post_init__(self):
         if self.format not in prompts.FORMATS:
@@ -196,8 +197,10 @@ class RolloutEngine:
         actions = tuple(info.admissible_actions)
         if self.config.format == "compact":
             actions = prompts.listed_actions(actions, self.config.list_actions)
+        first = ep.first_observation if (self.config.show_first_observation and ep.turns) else ""
         return prompts.TurnView(goal=ep.goal, observation=obs, history=hist,
-                                experience=ep.experience, valid_actions=actions)
+                                experience=ep.experience, valid_actions=actions,
+                                first_observation=first)
 
 
 def _task_key(info: StepInfo, env) -> str:

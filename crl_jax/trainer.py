@@ -115,7 +115,8 @@ class Trainer:
             samples = warmstart.actor_sft_samples(demos, self.tokenizer, cfg.rollout.history, rng,
                                                   0.5 if self.use_experience else 0.0,
                                                   cfg.rollout.list_actions,
-                                                  ws.recovery_fraction, cfg.rollout.obs_chars)
+                                                  ws.recovery_fraction, cfg.rollout.obs_chars,
+                                                  cfg.rollout.show_first_observation)
             losses = setup.supervised_warm_start(self.actor, samples, ws.actor_lr, ws.actor_steps,
                                                  ws.batch, self.tokenizer.pad_id, rng, "actor")
             self.warm_start_losses["actor"] = losses

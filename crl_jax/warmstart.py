@@ -81,7 +81,8 @@ def _wrong_action(action: str, pool: Sequence[str], rng: np.random.Generator) ->
 
 def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.random.Generator,
                       guided_fraction: float = 0.5, list_actions: str = "none",
-                      recovery_fraction: float = 0.2, obs_chars: int = 240) -> list[Sample]:
+                      recovery_fraction: float = 0.2, obs_chars: int = 240,
+                      show_first_observation: bool = False) -> list[Sample]:
     """(compact prompt, expert action + EOS) pairs from winning demonstrations.
 
     A guided demonstration shows the plan entry of another winning demo of the
@@ -104,11 +105,13 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
             hist = tuple(zip(d.actions[max(0, t - history):t],
                              d.observations[max(0, t - history) + 1:t + 1])) if history else ()
             listed = prompts.listed_actions(d.valid[t], list_actions) if d.valid else ()
-            views = [prompts.TurnView(d.goal, d.observations[t], hist, experience, listed)]
+            first = d.observations[0] if show_first_observation and t > 0 else ""
+            views = [prompts.TurnView(d.goal, d.observations[t], hist, experience, listed, first)]
             if history and rng.random() < recovery_fraction:
                 miss = (_wrong_action(action, all_actions, rng), "Nothing happens.")
                 views.append(prompts.TurnView(d.goal, d.observations[t],
-                                              (hist + (miss,))[-history:], experience, listed))
+                                              (hist + (miss,))[-history:], experience, listed,
+                                              d.observations[0] if show_first_observation else ""))
             a = tokenizer.encode(action) + [tokenizer.eos_id]
             for view in views:
                 p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))

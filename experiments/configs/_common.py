@@ -19,14 +19,14 @@ TINY = ModelSpec(hidden_size=128, intermediate_size=384, num_layers=2, num_heads
 def cpu_config(name: str, envs: tuple, *, max_turns: int, obs_chars: int = 240,
                list_actions: str = "none", steps: int = 30, tasks_per_step: int = 8,
                failure_reward: float = 0.0, demos: int = 200, max_new_tokens: int = 12,
-               **env_kw) -> RunConfig:
+               show_first_observation: bool = False, **env_kw) -> RunConfig:
     """A tiny-model preset: models from scratch, warm start on expert demos, then RL."""
     return RunConfig(
         name=name, actor=TINY, extractor=TINY,
         env=EnvSpec(names=envs, **env_kw),
         rollout=RolloutConfig(max_turns=max_turns, max_new_tokens=max_new_tokens, history=2,
                               temperature=1.0, format="compact", list_actions=list_actions,
-                              obs_chars=obs_chars),
+                              obs_chars=obs_chars, show_first_observation=show_first_observation),
         actor_optim=OptimConfig(lr=3e-4, micro_batch=64, grad_clip=1.0),
         actor_loss=PolicyLossConfig.split_grpo_released(),
         extractor_optim=OptimConfig(lr=1e-4, micro_batch=16, grad_clip=1.0),

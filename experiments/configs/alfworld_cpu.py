@@ -3,44 +3,22 @@ procedurally generated games (no downloaded data or checkpoints needed).
 
 Budget arithmetic (2 cores): the actor is a d=128, 2-layer decoder over a
 1,024-token vocabulary fitted to the game text. A step plays 8 tasks x 4
-rollouts = 32 episodes of at most 20 turns; a compact prompt is ~100-150
-tokens and an action ~8 tokens, so a step samples ~32 x 20 x 10 = 6.4k new
-tokens (prefill ~80k tokens, forward only) and trains on step-level samples
-of ~60-90k tokens: ~20-40 s a step. 30 steps + warm start + 4 evaluations
-of 32 games (with and without experience) fit in ~30 minutes.
+rollouts = 32 episodes of at most 20 turns. A compact prompt (goal, the
+room's first description, two history lines, the observation and the
+non-navigation actions) is ~200-250 tokens and an action ~6 tokens, so a
+step samples ~32 x 20 x 6 = 4k new tokens (prefill ~150k tokens, forward
+only) and trains on step-level samples of the same ~150k tokens: ~40-60 s a
+step. Warm start (200 expert games, 300 SFT steps) ~5 minutes; 30 steps and
+4 evaluations of 32 games (with and without experience) ~30 minutes.
+
+Actions go through the agent-side lenient parser (case, spacing,
+`put X in/on Y` -> `move X to Y`); the engine itself stays exact.
 """
-from crl_jax.experience.config import ExperienceConfig
-from crl_jax.learner import OptimConfig
-from crl_jax.rollout import RolloutConfig
-from crl_jax.run_config import (AdvantageSpec, EnvSpec, ExperienceSpec, ModelSpec, RunConfig,
-                                TrainSpec, WarmStartSpec)
-from kernels.policy_losses import PolicyLossConfig
+from experiments.configs._common import cpu_config
 
 
-def get_config() -> RunConfig:
-    tiny = ModelSpec(hidden_size=128, intermediate_size=384, num_layers=2, num_heads=4,
-                     num_kv_heads=2, head_dim=32)
-    return RunConfig(
-        name="alfworld_cpu",
-        actor=tiny,
-        extractor=tiny,
-        env=EnvSpec(names=("alfworld",), train_split="generated", eval_split="generated_eval",
-                    num_generated=400, num_eval_tasks=32),
-        rollout=RolloutConfig(max_turns=20, max_new_tokens=12, history=1, temperature=1.0,
-                              format="compact"),
-        actor_optim=OptimConfig(lr=3e-4, micro_batch=64, grad_clip=1.0),
-        actor_loss=PolicyLossConfig.split_grpo_released(),
-        extractor_optim=OptimConfig(lr=1e-4, micro_batch=16, grad_clip=1.0),
-        extractor_loss=PolicyLossConfig.cispo_paper(),
-        experience=ExperienceSpec(mode="comp_rl", guided_fraction=0.5, merge_every=5,
-                                  extractor_train_after=5, extractor_max_new_tokens=64,
-                                  embedder="hashing",
-                                  bank=ExperienceConfig(train_batch_size=32, workers=2,
-                                                        consolidation_context=1)),
-        advantages=AdvantageSpec(mode="split", normalize_std=True, success_reward=1.0,
-                                 failure_reward=0.0),
-        warm_start=WarmStartSpec(demos=200, actor_steps=60, actor_lr=3e-3, extractor_steps=40,
-                                 extractor_lr=3e-3, batch=32, vocab_size=1024),
-        train=TrainSpec(steps=30, tasks_per_step=8, group_size=4, eval_every=10,
-                        checkpoint_every=10, seed=0, out_dir="runs/alfworld_cpu"),
-    )
+def get_config():
+    return cpu_config("alfworld_cpu", ("alfworld",), max_turns=20, obs_chars=600,
+                      list_actions="non_navigation", show_first_observation=True,
+                      train_split="generated", eval_split="generated_eval", num_generated=400,
+                      num_eval_tasks=32, lenient_actions=True)
