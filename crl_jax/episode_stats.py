@@ -2,6 +2,7 @@
 advantages (split-GRPO / mixed / GRPO, optionally with SDAE) and batch metrics."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 import numpy as np
@@ -34,7 +35,7 @@ def turn_advantages(episodes: Sequence[Episode], spec: AdvantageSpec) -> list[np
                                      normalize_std=spec.normalize_std)
     if spec.mode == "split":
         adv = adv * adv_lib.split_grpo_episode_weights(task_ids, guided, scale="mean_one")
-    turn_adv = [np.full(max(1, e.num_actions), a, np.float32) for e, a in zip(episodes, adv)]
+    turn_adv = [np.full(max(1, len(e.turns)), a, np.float32) for e, a in zip(episodes, adv)]
     if spec.sdae:
         turn_adv = _with_sdae(episodes, turn_adv, spec, task_ids, guided)
     return turn_adv
@@ -66,6 +67,9 @@ def batch_metrics(episodes: Sequence[Episode], prefix: str = "") -> dict[str, fl
     }
     if won.any():
         out["actions_when_won"] = float(actions[won > 0].mean())
+    asks = sum(e.num_asks for e in episodes)
+    if asks:
+        out["asks_per_episode"] = asks / len(episodes)
     if guided.any():
         out["success_guided"] = float(won[guided].mean())
         out["experience_found"] = float(np.mean([e.experience is not None
@@ -73,3 +77,27 @@ def batch_metrics(episodes: Sequence[Episode], prefix: str = "") -> dict[str, fl
     if (~guided).any():
         out["success_free"] = float(won[~guided].mean())
     return {prefix + k: float(v) for k, v in out.items()}
+
+
+def self_distillation_samples(episodes: Sequence[Episode], render_ids):
+    """Fig. 9b: guided episodes that beat their task's free subgroup (reward
+    above the free mean), re-rendered without the experience entry, as
+    supervised samples (prompt without experience -> the sampled answer).
+    ``render_ids`` turns a TurnView into prompt ids (RolloutEngine.prompt_ids)."""
+    from crl_jax.learner import Sample
+
+    free: dict = {}
+    for e in episodes:
+        if not e.guided:
+            free.setdefault((e.env_name, e.task), []).append(e.reward)
+    samples = []
+    for e in episodes:
+        base = free.get((e.env_name, e.task))
+        if not e.guided or e.experience is None or not base or e.reward <= float(np.mean(base)):
+            continue
+        for t in e.turns:
+            if t.view is None or t.asked is not None or not t.action_ids:
+                continue
+            p = render_ids(dataclasses.replace(t.view, experience=None))
+            samples.append(Sample(p + t.action_ids, [0] * len(p) + [1] * len(t.action_ids)))
+    return samples

@@ -124,7 +124,10 @@ class Learner:
                                                   weight_decay=optim.weight_decay))
         self.opt_state = init_optimizer(self.tx, self.params, self.mesh)
         self._policy = jax.jit(functools.partial(self._policy_update, "policy"), donate_argnums=(0, 1))
-        self._sft = jax.jit(functools.partial(self._policy_update, "sft"), donate_argnums=(0, 1))
+
+        def sft(params, opt_state, batch, sft_weight):
+            return self._policy_update("sft", params, opt_state, batch, sft_weight)
+        self._sft = jax.jit(sft, donate_argnums=(0, 1), static_argnums=(3,))
 
     @property
     def model(self) -> Decoder:
@@ -135,13 +138,13 @@ class Learner:
         hidden, _ = model.hidden_states(tokens, input_mask=input_mask)
         return hidden, model.unembedding()
 
-    def _micro_loss(self, kind, params, mb):
+    def _micro_loss(self, kind, params, mb, sft_weight=1.0):
         hidden, unemb = self._hidden(params, mb["tokens"], mb["input_mask"])
         if kind == "sft":
             lp = token_logprobs(hidden, unemb, mb["targets"], temperature=1.0)
             m = mb["loss_mask"] > 0
             nll = jnp.where(m, -lp, 0.0)
-            return nll.sum(), m.sum().astype(jnp.float32), {"nll_sum": nll.sum()}
+            return sft_weight * nll.sum(), m.sum().astype(jnp.float32), {"nll_sum": nll.sum()}
         adv = mb["advantages"]
         if self.optim.tis_cap > 0:
             lp_now = jax.lax.stop_gradient(token_logprobs(
@@ -193,9 +196,10 @@ class Learner:
                                                       self._device_batch(packed))
         return {k: float(v) for k, v in m.items()}
 
-    def sft_step(self, packed: PackedBatch) -> dict[str, float]:
+    def sft_step(self, packed: PackedBatch, weight: float = 1.0) -> dict[str, float]:
+        """Masked next-token cross-entropy, times ``weight`` (self-distillation)."""
         self.params, self.opt_state, m = self._sft(self.params, self.opt_state,
-                                                   self._device_batch(packed))
+                                                   self._device_batch(packed), float(weight))
         return {k: float(v) for k, v in m.items()}
 
     def _logprobs(self, params, batch):

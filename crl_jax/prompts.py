@@ -24,7 +24,8 @@ ACTOR_SYSTEM = (
     "You are an agent acting in a text environment. Each turn you see your task, "
     "possibly an experience note from earlier episodes, recent history, the current "
     "observation and the valid actions. Think briefly inside <think></think>, then give "
-    "exactly one action inside <action></action>.")
+    "exactly one action inside <action></action>. If a search tool is offered, you may "
+    "instead write <ask>your question</ask> to get advice from earlier experience.")
 
 EXTRACTOR_SYSTEM = (
     "You maintain an experience bank for an agent. Given a task, the agent's trajectory, "
@@ -35,6 +36,8 @@ EXTRACTOR_SYSTEM = (
     "how to avoid the failure seen, and when it generalises.")
 
 _ACTION_RE = re.compile(r"<action>(.*?)(?:</action>|$)", re.DOTALL)
+_ASK_RE = re.compile(r"<ask>(.*?)(?:</ask>|$)", re.DOTALL)
+ASK_PREFIX = "ask:"  # compact format: "ask: <query>" calls the search-and-ask tool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +113,16 @@ def parse_action(text: str, fmt: str) -> str | None:
         return None
     action = match.group(1).strip()
     return action or None
+
+
+def parse_ask(text: str, fmt: str) -> str | None:
+    """The query of a search-and-ask tool call in an answer, or None."""
+    if fmt == "compact":
+        line = text.strip().split("\n")[0].strip()
+        query = line[len(ASK_PREFIX):].strip() if line.lower().startswith(ASK_PREFIX) else ""
+        return query or None
+    match = _ASK_RE.search(text)
+    return (match.group(1).strip() or None) if match else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,6 +39,7 @@ class RolloutConfig:
     list_actions: str = "none"
     obs_chars: int = 240  # compact format: the current observation is cut to this length
     show_first_observation: bool = False  # compact format: keep the episode's first observation
+    max_asks: int = 2  # search-and-ask calls per episode (paper: 2), when the trainer offers the tool
 
     def __post_init__(self):
         if self.format not in prompts.FORMATS:
@@ -59,6 +60,8 @@ class Turn:
     reward: float
     events: tuple[str, ...]
     invalid: bool
+    view: "prompts.TurnView | None" = None  # what the actor saw (for self-distillation)
+    asked: str | None = None  # search-and-ask query of this turn (no environment step)
 
 
 @dataclasses.dataclass
@@ -75,6 +78,11 @@ class Episode:
     done: bool = False
     subtasks: tuple[str, ...] = ()
     env_name: str = ""
+    ask_keys: list = dataclasses.field(default_factory=list)  # extractor samples of the asks
+
+    @property
+    def num_asks(self) -> int:
+        return sum(t.asked is not None for t in self.turns)
 
     @property
     def reward(self) -> float:
@@ -82,7 +90,7 @@ class Episode:
 
     @property
     def num_actions(self) -> int:
-        return len(self.turns)
+        return sum(t.asked is None for t in self.turns)
 
     @property
     def generated_tokens(self) -> int:
@@ -110,6 +118,8 @@ class Episode:
 
 # (queries, task keys) -> one (text, entry id) or None per query
 Retriever = Callable[[list[str], list[str]], list[tuple[str, int] | None]]
+# (queries, task keys) -> one (advice text or None, extractor sample key or None) per query
+Asker = Callable[[list[str], list[str]], list[tuple[str | None, str | None]]]
 
 
 class RolloutEngine:
@@ -122,7 +132,8 @@ class RolloutEngine:
             stop_strings=("</action>",) if config.format == "chat" else (),
             check_every=config.max_new_tokens if config.format == "compact" else 16)
 
-    def _prompt_ids(self, view: prompts.TurnView) -> list[int]:
+    def prompt_ids(self, view: prompts.TurnView) -> list[int]:
+        """The token ids of the actor's prompt for ``view`` (compact or chat format)."""
         if self.config.format == "compact":
             ids = self.tokenizer.encode(prompts.render_actor_compact(view, self.config.obs_chars))
         else:
@@ -133,7 +144,8 @@ class RolloutEngine:
 
     def play(self, envs: Sequence, tasks: Sequence, guided: Sequence[bool],
              retrieve: Retriever | None = None, seed: int = 0,
-             on_turn: Callable[[int, int], None] | None = None) -> list[Episode]:
+             on_turn: Callable[[int, int], None] | None = None,
+             ask: Asker | None = None) -> list[Episode]:
         """Plays ``len(tasks)`` episodes, episode i on ``envs[i]`` (reset to tasks[i]).
 
         Guided episodes get the retriever's entry for "goal: g, observation: o"
@@ -163,20 +175,35 @@ class RolloutEngine:
             if not live:
                 break
             views = [self._view(episodes[i], observations[i], infos[i]) for i in live]
-            prompt_ids = [self._prompt_ids(v) for v in views]
+            prompt_ids = [self.prompt_ids(v) for v in views]
             result = self.sampler.generate(prompt_ids, self.sampling, rng=int(rng.integers(2**31)),
                                            decode=self.tokenizer.decode)
+            texts = [self.tokenizer.decode([t for t in result.tokens[j]
+                                            if t not in self.sampling.stop_token_ids])
+                     for j in range(len(live))]
+            queries = {j: prompts.parse_ask(texts[j], cfg.format) for j in range(len(live))}
+            asking = [j for j, q in queries.items() if q and ask is not None
+                      and episodes[live[j]].num_asks < cfg.max_asks]
+            answers = dict(zip(asking, ask([queries[j] for j in asking],
+                                           [episodes[live[j]].task_key for j in asking])
+                               if asking else []))
             for j, i in enumerate(live):
                 ep, env = episodes[i], envs[i]
-                ids = result.tokens[j]
-                body = [t for t in ids if t not in self.sampling.stop_token_ids]
-                text = self.tokenizer.decode(body)
+                ids, text = result.tokens[j], texts[j]
+                if j in answers:  # a tool call: the answer becomes history, the world waits
+                    advice, key = answers[j]
+                    if key:
+                        ep.ask_keys.append(key)
+                    reply = f"advice: {advice}" if advice else "advice: nothing found"
+                    ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text,
+                                         None, reply, 0.0, (), False, views[j], queries[j]))
+                    continue
                 action = prompts.parse_action(text, cfg.format)
                 step = env.step(action if action is not None else text)
                 ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text, action,
                                      step.observation, float(step.reward),
                                      tuple(step.info.subtask_events),
-                                     bool(step.info.invalid_action or action is None)))
+                                     bool(step.info.invalid_action or action is None), views[j]))
                 # A rejected action changes nothing in the world: the prompt keeps
                 # showing the last real observation, the failure goes to history.
                 if not (step.info.invalid_action or action is None):
@@ -194,6 +221,9 @@ class RolloutEngine:
     def _view(self, ep: Episode, obs: str, info: StepInfo) -> prompts.TurnView:
         hist = tuple((t.action or t.text.strip(), t.observation)
                      for t in ep.turns[-self.config.history:]) if self.config.history else ()
+        if ep.turns and ep.turns[-1].asked is not None:  # the advice must stay visible
+            last = ep.turns[-1]
+            hist = (hist[:-1] if hist else ()) + ((f"ask: {last.asked}", last.observation),)
         actions = tuple(info.admissible_actions)
         if self.config.format == "compact":
             actions = prompts.listed_actions(actions, self.config.list_actions)

@@ -20,7 +20,7 @@ import numpy as np
 from crl_jax import advantages as adv_lib
 from crl_jax import setup, warmstart
 from crl_jax.checkpointing import RunCheckpointer
-from crl_jax.episode_stats import batch_metrics, turn_advantages
+from crl_jax.episode_stats import batch_metrics, self_distillation_samples, turn_advantages
 from crl_jax.experience import EpisodeRecord
 from crl_jax.extractor import ExtractorAgent
 from crl_jax.learner import Learner, pack_samples
@@ -146,6 +146,14 @@ class Trainer:
             out.append((hits[0].entry.text, hits[0].entry.id) if hits else None)
         return out
 
+    def _ask(self, queries: list[str], keys: list[str]):
+        """The search-and-ask tool: the bank's best entry, rewritten by the extractor."""
+        per_task = self.cfg.experience.bank.per_task
+        futures = [self.manager.search_and_ask(q, k if per_task else "", self.step)
+                   for q, k in zip(queries, keys)]
+        timeout = self.cfg.experience.bank.thread_timeout_s * 4
+        return [(r.text, r.sample_key) for r in (f.result(timeout=timeout) for f in futures)]
+
     def play(self, sources, tasks_per_env: int, group: int, guided_fraction: float, envs=None,
              seed: int = 0) -> list[Episode]:
         episodes = []
@@ -156,8 +164,10 @@ class Trainer:
             n_guided = int(round(group * guided_fraction)) if self.use_experience else 0
             guided = [k < n_guided for _ in picks for k in range(group)]
             pool = envs[src.env_name] if envs else [src.make() for _ in tasks]
+            ask = self._ask if (self.use_experience and self.cfg.experience.search_and_ask) else None
             episodes += self.engine.play(pool[:len(tasks)], tasks, guided,
-                                         self._retrieve if any(guided) else None, seed=seed)
+                                         self._retrieve if any(guided) else None, seed=seed,
+                                         ask=ask)
         return episodes
 
     def train_step(self) -> dict:
@@ -173,6 +183,13 @@ class Trainer:
                 samples = [s for ep, a in zip(episodes, turn_adv) for s in ep.samples(a)]
                 packed = pack_samples(samples, self.tokenizer.pad_id, cfg.actor_optim.micro_batch)
                 metrics.update({f"actor/{k}": v for k, v in self.actor.policy_step(packed).items()})
+                weight = cfg.experience.self_distillation
+                sd = (self_distillation_samples(episodes, self.engine.prompt_ids)
+                      if weight > 0 and self.use_experience else [])
+                if sd:
+                    packed = pack_samples(sd, self.tokenizer.pad_id, cfg.actor_optim.micro_batch)
+                    metrics["actor/self_distill_loss"] = self.actor.sft_step(packed, weight)["loss"]
+                    metrics["actor/self_distill_samples"] = len(sd)
                 self.sampler.update_params(self.actor.model)
         if self.use_experience:
             self._feed_manager(episodes)
@@ -184,7 +201,8 @@ class Trainer:
             return
         for ep in episodes:
             self.manager.submit_episode(EpisodeRecord(ep.goal, ep.trajectory_text(), ep.won,
-                                                      ep.task_key, ep.experience_id, self.step))
+                                                      ep.task_key, ep.experience_id, self.step,
+                                                      tuple(ep.ask_keys)))
         every = self.cfg.experience.merge_every
         if every and (self.step + 1) % every == 0:
             keys = {ep.task_key for ep in episodes} if self.cfg.experience.bank.per_task else {""}

@@ -1,0 +1,80 @@
+"""Search-and-ask inside rollouts and self-distillation samples, with a
+scripted actor (a stand-in sampler that answers from a script)."""
+import numpy as np
+
+from crl_jax.envs.registry import make_env
+from crl_jax.episode_stats import self_distillation_samples, turn_advantages
+from crl_jax.rollout import RolloutConfig, RolloutEngine
+from crl_jax.run_config import AdvantageSpec
+from models.sampler import GenerationResult
+
+
+class CharTokenizer:
+    eos_id, pad_id, eos_ids = 1, 0, frozenset({1})
+
+    def encode(self, text):
+        return [ord(c) % 250 + 2 for c in text]
+
+    def decode(self, ids):
+        return "".join(chr(i - 2) for i in ids if i >= 2)
+
+
+class ScriptedSampler:
+    """Answers row i with script[i][turn] (as ids), log-prob -0.5 a token."""
+
+    def __init__(self, tok, script):
+        self.tok, self.script, self.calls = tok, script, 0
+
+    def generate(self, prompts, config, rng=0, decode=None):
+        self.prompts = prompts
+        rows = [self.tok.encode(s[min(self.calls, len(s) - 1)]) + [1] for s in self.script]
+        self.calls += 1
+        rows = rows[:len(prompts)]
+        return GenerationResult(rows, [np.full(len(r), -0.5) for r in rows],
+                                ["eos"] * len(rows), None)
+
+
+def test_search_and_ask_turn_does_not_step_the_world():
+    tok = CharTokenizer()
+    env = make_env("alfworld", split="generated", num_generated=2, seed=0)
+    script = [["ask: where is it", "ask: again", "ask: third", "look"]]
+    sampler = ScriptedSampler(tok, script)
+    engine = RolloutEngine(sampler, tok, RolloutConfig(max_turns=4, history=2, max_asks=2))
+    asked = []
+
+    def ask(queries, keys):
+        asked.extend(queries)
+        return [("check the shelves", "ask-key-1") for _ in queries]
+
+    ep = engine.play([env], [0], [False], ask=ask)[0]
+    assert asked == ["where is it", "again"]  # at most max_asks calls
+    assert [t.asked for t in ep.turns[:2]] == ["where is it", "again"]
+    assert ep.turns[0].observation == "advice: check the shelves"
+    assert ep.turns[2].asked is None and ep.turns[2].invalid  # "ask: third" went to the env
+    assert ep.num_actions == 2 and ep.num_asks == 2 and ep.ask_keys == ["ask-key-1"] * 2
+    # The advice is in the prompt of the next turn.
+    assert "advice: check the shelves" in tok.decode(ep.turns[1].prompt_ids)
+    # Every turn, asks included, gets an advantage and a training sample.
+    adv = turn_advantages([ep, ep], AdvantageSpec(mode="grpo"))
+    assert len(adv[0]) == len(ep.turns) == len(ep.samples(adv[0]))
+
+
+def test_self_distillation_uses_winning_guided_turns_without_experience():
+    tok = CharTokenizer()
+    env = make_env("alfworld", split="generated", num_generated=2, seed=0)
+    engine = RolloutEngine(ScriptedSampler(tok, [["look"], ["look"]]), tok,
+                           RolloutConfig(max_turns=2, history=1))
+    eps = engine.play([env, make_env("alfworld", split="generated", num_generated=2, seed=0)],
+                      [0, 0], [True, False], retrieve=lambda q, k: [("EXPERIENCE TEXT", 7)])
+    guided, free = eps
+    assert guided.experience == "EXPERIENCE TEXT"
+    assert "EXPERIENCE TEXT" in tok.decode(guided.turns[0].prompt_ids)
+    assert self_distillation_samples(eps, engine.prompt_ids) == []  # no better than free
+    guided.won = True  # pretend the guided episode won
+    guided.turns[-1].reward = 1.0
+    samples = self_distillation_samples(eps, engine.prompt_ids)
+    assert len(samples) == len(guided.turns)
+    for s, t in zip(samples, guided.turns):
+        assert "EXPERIENCE TEXT" not in tok.decode(s.tokens)
+        assert s.tokens[-len(t.action_ids):] == t.action_ids  # the answer as sampled
+        assert s.loss_mask == [0] * (len(s.tokens) - len(t.action_ids)) + [1] * len(t.action_ids)
