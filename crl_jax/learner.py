@@ -157,11 +157,12 @@ class Learner:
         diag = {k: v for k, v in out.diagnostics.items() if k != "logprobs" and jnp.ndim(v) == 0}
         return out.loss_sum, out.count, diag
 
-    def _policy_update(self, kind, params, opt_state, batch):
+    def _policy_update(self, kind, params, opt_state, batch, sft_weight=1.0):
         n_mb = batch["tokens"].shape[0] // self.optim.micro_batch
         mbs = jax.tree.map(lambda x: x.reshape((n_mb, -1) + x.shape[1:]), batch)
+
         def loss_with_aux(p, mb):
-            loss_sum, count, diag = self._micro_loss(kind, p, mb)
+            loss_sum, count, diag = self._micro_loss(kind, p, mb, sft_weight)
             return loss_sum, (count, diag)
 
         grad_fn = jax.value_and_grad(loss_with_aux, has_aux=True)
