@@ -30,6 +30,10 @@ class ExtractorAgent:
         stops = tuple(sorted(set(getattr(tokenizer, "eos_ids", ()) or ()) | {tokenizer.eos_id}))
         self.sampling = SamplingConfig(temperature=temperature, max_new_tokens=max_new_tokens,
                                        stop_token_ids=stops, check_every=max_new_tokens)
+        # A merge answer restates several entries: give it room.
+        self.merge_sampling = SamplingConfig(temperature=temperature,
+                                             max_new_tokens=4 * max_new_tokens,
+                                             stop_token_ids=stops, check_every=max_new_tokens)
         self._ids: collections.OrderedDict = collections.OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -62,6 +66,22 @@ class ExtractorAgent:
                 self._ids.popitem(last=False)
         self.stats["generated_tokens"] += len(out)
         return ExtractorReply(text, response)
+
+    def merge(self, texts: list[str]) -> list[str] | None:
+        """The manager's merger: the extractor decides which entries of a window
+        to keep or merge (paper: periodic merge). None (malformed answer) makes
+        the manager keep the window unchanged."""
+        rendered = prompts.render_merge(texts, self.fmt)
+        if self.fmt != "compact":
+            rendered = self.tokenizer.apply_chat_template(rendered)
+        ids = self.tokenizer.encode(rendered)[-4096:]
+        with self._lock:
+            self._calls += 1
+            seed = self._seed * 1_000_003 + self._calls
+        out = self.sampler.generate([ids], self.merge_sampling, rng=seed).tokens[0]
+        body = [t for t in out if t not in self.sampling.stop_token_ids]
+        self.stats["merge_calls"] += 1
+        return prompts.parse_merge(self.tokenizer.decode(body))
 
     def _sample(self, item: TrainingItem, advantage: float) -> Sample:
         with self._lock:

@@ -161,6 +161,36 @@ def render_extractor_chat_messages(view: ExtractorView) -> list[dict]:
     return [{"role": "system", "content": EXTRACTOR_SYSTEM}, {"role": "user", "content": user}]
 
 
+MERGE_INSTRUCTION = (
+    "These experience entries come from the same bank. Merge entries that say the same "
+    "thing, drop useless ones, keep the rest. Answer with a JSON list of the entry texts "
+    "to keep; copy an entry you keep unchanged exactly.")
+
+
+def render_merge(texts: Sequence[str], fmt: str) -> str | list[dict]:
+    """The extractor's periodic-merge prompt (compact text, or chat messages)."""
+    shown = "\n".join(f"[{i}] {t}" for i, t in enumerate(texts))
+    if fmt == "compact":
+        return f"merge:\n{shown}\nkeep: "
+    return [{"role": "system", "content": EXTRACTOR_SYSTEM},
+            {"role": "user", "content": f"{MERGE_INSTRUCTION}\n\n{shown}"}]
+
+
+def parse_merge(response: str) -> list[str] | None:
+    """The list of texts to keep in a merge answer, or None when malformed."""
+    import json
+    start, end = response.find("["), response.rfind("]")
+    if start < 0 or end <= start:
+        return None
+    try:
+        out = json.loads(response[start:end + 1])
+    except ValueError:
+        return None
+    if not isinstance(out, list) or not all(isinstance(t, str) and t.strip() for t in out):
+        return None
+    return out
+
+
 def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 60) -> str:
     """A trajectory as "action -> observation" steps joined by " | "."""
     return " | ".join(f"{a} -> {_clip(o, obs_chars)}" if o else a

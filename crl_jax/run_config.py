@@ -68,6 +68,9 @@ class ExperienceSpec:
     mode: str = dataclasses.field(default="comp_rl", metadata={"choices": EXPERIENCE_MODES})
     guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
     merge_every: int = 5  # actor steps; 0 = no merge (ablation)
+    # Who decides a merge: the extractor (paper) or exact-duplicate removal
+    # (tiny presets, whose extractor is not warm-started on merges).
+    merger: str = dataclasses.field(default="extractor", metadata={"choices": ("extractor", "dedup")})
     search_and_ask: bool = False
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training
     extractor_max_new_tokens: int = 96

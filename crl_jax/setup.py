@@ -114,7 +114,7 @@ def make_manager(cfg: RunConfig, extractor_agent, merger):
 def dedup_merger(texts: list[str]) -> list[str]:
     """Merge decision for the tiny presets: keep one copy of entries that say
     the same thing (same text up to case and spacing), in order. The paper's
-    merge asks the extractor; with chat-format models see trainer.llm_merger."""
+    merge asks the extractor (ExtractorAgent.merge, experience.merger="extractor")."""
     seen, out = set(), []
     for t in texts:
         key = " ".join(t.lower().split())

@@ -98,7 +98,8 @@ class Trainer:
             self.agent = ExtractorAgent(self.extractor, ext_tok, cfg.rollout.format,
                                         cfg.experience.extractor_max_new_tokens,
                                         cfg.rollout.temperature, t.seed, frozen=frozen)
-            self.manager = setup.make_manager(cfg, self.agent, setup.dedup_merger)
+            merger = self.agent.merge if cfg.experience.merger == "extractor" else setup.dedup_merger
+            self.manager = setup.make_manager(cfg, self.agent, merger)
             if cfg.experience.mode == "offline":
                 self._build_offline_bank(demos)
 
