@@ -78,3 +78,29 @@ def test_self_distillation_uses_winning_guided_turns_without_experience():
         assert "EXPERIENCE TEXT" not in tok.decode(s.tokens)
         assert s.tokens[-len(t.action_ids):] == t.action_ids  # the answer as sampled
         assert s.loss_mask == [0] * (len(s.tokens) - len(t.action_ids)) + [1] * len(t.action_ids)
+
+
+def _episode(task, guided, won, events_per_turn):
+    from crl_jax.rollout import Episode, Turn
+    ep = Episode(task=task, task_key="alfworld", goal="g", guided=guided, won=won,
+                 subtasks=("locate", "take", "place"), env_name="alfworld")
+    for ev in events_per_turn:
+        ep.turns.append(Turn([5], [6], np.zeros(1), "x", "x", "o", 0.0, tuple(ev), False))
+    return ep
+
+
+def test_sdae_gives_partial_progress_credit_per_turn():
+    # Same task, one subgroup: a win, a failure that located the object at
+    # turn 1, and a failure with no progress.
+    eps = [_episode(0, False, True, [("locate",), ("take",), ("place",)]),
+           _episode(0, False, False, [(), ("locate",), ()]),
+           _episode(0, False, False, [(), (), ()])]
+    plain = turn_advantages(eps, AdvantageSpec(mode="grpo"))
+    sdae = turn_advantages(eps, AdvantageSpec(mode="grpo", sdae=True, sdae_mix=1.0))
+    assert [len(a) for a in sdae] == [3, 3, 3]
+    # Without SDAE every turn of an episode shares one value; the two failures tie.
+    assert np.allclose(plain[1], plain[2]) and np.ptp(plain[0]) == 0
+    # With SDAE the failure that located the object gets more credit on the
+    # turns up to the locate event than the failure without progress.
+    assert sdae[1][:2].sum() > sdae[2][:2].sum()
+    assert np.isfinite(np.concatenate(sdae)).all()
