@@ -91,3 +91,18 @@ def test_existing_run_needs_resume(tmp_path):
     Trainer(cfg, str(tmp_path)).run()
     with pytest.raises(FileExistsError, match="--resume"):
         Trainer(cfg, str(tmp_path)).run()
+
+
+def test_background_failure_stops_the_run_with_the_error(tmp_path, monkeypatch):
+    from crl_jax.experience import ManagerFailedError
+    from crl_jax.extractor import ExtractorAgent
+
+    def broken(self, request):
+        raise RuntimeError("extractor exploded")
+
+    cfg = _config("alfworld_cpu", tmp_path, ["train.steps=3", "train.eval_every=0"])
+    trainer = Trainer(cfg, str(tmp_path))
+    monkeypatch.setattr(ExtractorAgent, "__call__", broken)
+    with pytest.raises(ManagerFailedError, match="extractor exploded"):
+        trainer.run()
+    assert trainer._ext_thread is None or not trainer._ext_thread.is_alive()
