@@ -108,11 +108,14 @@ class Learner:
     """Parameters + optimizer of one decoder, with jitted training steps."""
 
     def __init__(self, model: Decoder, optim: OptimConfig, loss: PolicyLossConfig | None = None,
-                 mesh=None):
+                 mesh=None, donate: bool = True):
+        """``donate=False`` keeps the previous parameters alive through an update:
+        needed when another thread samples from them meanwhile (the extractor)."""
         self.mesh = mesh if mesh is not None else make_mesh(devices=jax.devices()[:1])
         self.graphdef, params, self.rest = nnx.split(model, nnx.Param, ...)
         self.params = shard_state(params, self.mesh)
         self.loss_config = loss
+        self.donate = (0, 1) if donate else ()
         self.reset_optimizer(optim)
         self._lp = jax.jit(self._logprobs)
 
@@ -123,11 +126,12 @@ class Learner:
         self.tx = optax.chain(*chain, optax.adamw(optim.lr, optim.b1, optim.b2, optim.eps,
                                                   weight_decay=optim.weight_decay))
         self.opt_state = init_optimizer(self.tx, self.params, self.mesh)
-        self._policy = jax.jit(functools.partial(self._policy_update, "policy"), donate_argnums=(0, 1))
+        self._policy = jax.jit(functools.partial(self._policy_update, "policy"),
+                               donate_argnums=self.donate)
 
         def sft(params, opt_state, batch, sft_weight):
             return self._policy_update("sft", params, opt_state, batch, sft_weight)
-        self._sft = jax.jit(sft, donate_argnums=(0, 1), static_argnums=(3,))
+        self._sft = jax.jit(sft, donate_argnums=self.donate, static_argnums=(3,))
 
     @property
     def model(self) -> Decoder:

@@ -86,8 +86,10 @@ class Trainer:
         if self.use_experience:
             ext_model = setup.build_model(cfg.extractor, ext_tok, t.seed + 1,
                                           setup.role_mesh(cfg.extractor))
+            # Not donated: the consolidation thread samples from the extractor's
+            # parameters while its training thread updates them.
             self.extractor = Learner(ext_model, cfg.extractor_optim, cfg.extractor_loss,
-                                     mesh=setup.role_mesh(cfg.extractor))
+                                     mesh=setup.role_mesh(cfg.extractor), donate=False)
         self._warm_start(demos)
         self.sampler = Sampler(self.actor.model, pad_id=self.tokenizer.pad_id)
         self.engine = RolloutEngine(self.sampler, self.tokenizer, cfg.rollout)

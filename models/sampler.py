@@ -105,8 +105,9 @@ class Sampler:
         knobs = (jnp.float32(config.temperature), jnp.int32(config.top_k),
                  jnp.float32(config.top_p), jnp.int32(config.max_new_tokens), stop_ids)
         rng, sub = jax.random.split(rng)
+        params = self.params  # one version for the whole call, even if another thread swaps it
         carry = self._prefill(
-            self.params, (state.cache, state.valid), jnp.int32(state.offset),
+            params, (state.cache, state.valid), jnp.int32(state.offset),
             jnp.asarray(state.next_pos, jnp.int32), jnp.asarray(tokens), jnp.asarray(tmask),
             jnp.asarray(active), max_new, sub, knobs)
         first_decode_slot = state.offset + t
@@ -115,7 +116,7 @@ class Sampler:
         step = 1
         while alive_host.any() and step < config.max_new_tokens:
             stop_at = min(step + config.check_every, config.max_new_tokens)
-            carry = self._decode(self.params, carry, jnp.int32(stop_at), knobs)
+            carry = self._decode(params, carry, jnp.int32(stop_at), knobs)
             step = int(carry["i"])
             alive_host = np.array(carry["alive"])
             if config.stop_strings:

@@ -110,3 +110,23 @@ def test_sft_step_lowers_the_loss_on_its_batch(setup):
     packed = pack_samples(samples, tok.pad_id, micro_batch=4)
     losses = [learner.sft_step(packed)["loss"] for _ in range(15)]
     assert losses[-1] < 0.7 * losses[0]
+
+
+def test_undonated_learner_leaves_a_concurrent_samplers_weights_alive(setup):
+    # The extractor is sampled (consolidation thread) while it trains (its own
+    # thread): its learner must not donate the parameters the sampler holds.
+    from models.sampling_ops import SamplingConfig
+    _, tok, model = setup
+    samples = _batch(tok.vocab_size, np.random.default_rng(2), n=2)
+    packed = pack_samples(samples, tok.pad_id, micro_batch=2)
+    for donate in (False, True):
+        learner = Learner(model, OptimConfig(lr=1e-3, micro_batch=2), PolicyLossConfig(),
+                          donate=donate)
+        sampler = Sampler(learner.model, pad_id=tok.pad_id)
+        learner.policy_step(packed)
+        if donate:  # the old buffers are gone: exactly the failure seen in a run
+            with pytest.raises(Exception, match="deleted|donated"):
+                sampler.generate([[5, 6]], SamplingConfig(max_new_tokens=2))
+        else:
+            out = sampler.generate([[5, 6]], SamplingConfig(max_new_tokens=2))
+            assert len(out.tokens[0]) == 2
