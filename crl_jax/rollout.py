@@ -159,7 +159,7 @@ class RolloutEngine:
             obs, info = env.reset(task)
             infos.append(info)
             observations.append(obs)
-            episodes.append(Episode(task=task, task_key=_task_key(info, env), goal=info.goal,
+            episodes.append(Episode(task=task, task_key=_task_key(env), goal=info.goal,
                                     guided=bool(g), first_observation=obs,
                                     subtasks=tuple(info.subtasks), env_name=getattr(env, "name", "")))
         if retrieve is not None and any(guided):
@@ -233,6 +233,6 @@ class RolloutEngine:
                                 first_observation=first)
 
 
-def _task_key(info: StepInfo, env) -> str:
+def _task_key(env) -> str:
     """The bank partition of a task: the environment family (multi-task runs)."""
     return getattr(env, "name", "") or "default"

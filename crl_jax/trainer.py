@@ -8,17 +8,14 @@ A failure on either track stops the run with the error shown.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
-import time
 from typing import Sequence
 
 import numpy as np
 
-from crl_jax import advantages as adv_lib
-from crl_jax import setup, warmstart
+from crl_jax import prompts, setup, warmstart
 from crl_jax.checkpointing import RunCheckpointer
 from crl_jax.episode_stats import batch_metrics, self_distillation_samples, turn_advantages
 from crl_jax.experience import EpisodeRecord
@@ -134,7 +131,7 @@ class Trainer:
     def _build_offline_bank(self, demos) -> None:
         """Offline Exp.: the fixed extractor distils the demonstrations once; the bank is then static."""
         futures = [self.manager.submit_episode(EpisodeRecord(
-            d.goal, warmstart.prompts.trajectory_text(d.actions, d.observations[1:]), d.won,
+            d.goal, prompts.trajectory_text(d.actions, d.observations[1:]), d.won,
             d.env_name, None, 0)) for d in demos]
         for f in futures:
             f.result(timeout=600)
