@@ -1,5 +1,4 @@
 """Token-exact trajectories and the learner's wiring, on a tiny model."""
-import dataclasses
 
 import jax
 import jax.numpy as jnp

@@ -1,5 +1,4 @@
 """End-to-end runs: every CPU preset for two steps, and resume after a crash."""
-import json
 import os
 
 import jax
