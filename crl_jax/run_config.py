@@ -73,6 +73,9 @@ class ExperienceSpec:
     merger: str = dataclasses.field(default="extractor", metadata={"choices": ("extractor", "dedup")})
     search_and_ask: bool = False
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training
+    # At most this many extractor updates per actor step: without a cap the
+    # background thread re-draws cooling-down entries (Eq. 7 weight 0) in a loop.
+    extractor_updates_per_step: int = 1
     extractor_max_new_tokens: int = 96
     embedder: str = "hashing"  # hashing | minilm | a decoder embedding checkpoint dir
     bank: ExperienceConfig = ExperienceConfig()

@@ -211,11 +211,17 @@ class Trainer:
 
     # ----- background extractor training ---------------------------------------------------
     def _extractor_loop(self) -> None:
+        spec = self.cfg.experience
+        current, updates = -1, 0  # updates made during the current actor step
         try:
             while not self._stop.is_set():
                 items = None
-                if self.step >= self.cfg.experience.extractor_train_after:
-                    items = self.manager.draw_training_batch(self.step)
+                step = self.step
+                if step != current:
+                    current, updates = step, 0
+                if step >= spec.extractor_train_after and updates < spec.extractor_updates_per_step:
+                    items = self.manager.draw_training_batch(step)
+                    updates += bool(items)
                 if items:
                     m = self.agent.train_step(items)
                     m["at_actor_step"] = self.step
