@@ -114,6 +114,8 @@ class Learner:
         self.mesh = mesh if mesh is not None else make_mesh(devices=jax.devices()[:1])
         self.graphdef, params, self.rest = nnx.split(model, nnx.Param, ...)
         self.params = shard_state(params, self.mesh)
+        if donate:  # own the buffers: donating them must not delete the caller's model
+            self.params = jax.tree.map(jnp.copy, self.params)
         self.loss_config = loss
         self.donate = (0, 1) if donate else ()
         self.reset_optimizer(optim)

@@ -129,3 +129,6 @@ def test_undonated_learner_leaves_a_concurrent_samplers_weights_alive(setup):
         else:
             out = sampler.generate([[5, 6]], SamplingConfig(max_new_tokens=2))
             assert len(out.tokens[0]) == 2
+    # A learner owns copies: the model it was built from stays usable.
+    logits, _ = model(jnp.asarray([[5, 6]]))
+    assert np.isfinite(np.asarray(logits)).all()
