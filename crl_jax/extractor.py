@@ -17,7 +17,7 @@ from crl_jax.advantages import extractor_advantages
 from crl_jax.experience import ExtractionRequest, ExtractorReply, TrainingItem
 from crl_jax.learner import Learner, Sample, pack_samples
 from models.sampler import Sampler
-from models.sampling_ops import SamplingConfig
+from models.sampling_ops import SamplingConfig, strip_stop_tokens
 
 
 class ExtractorAgent:
@@ -58,8 +58,7 @@ class ExtractorAgent:
             seed = self._seed * 1_000_003 + self._calls
         result = self.sampler.generate([ids], self.sampling, rng=seed)
         out = result.tokens[0]
-        body = [t for t in out if t not in self.sampling.stop_token_ids]
-        response = self.tokenizer.decode(body)
+        response = self.tokenizer.decode(strip_stop_tokens(out, self.sampling))
         with self._lock:
             self._ids[(text, response)] = (ids, out)
             while len(self._ids) > self._cache_size:
@@ -79,9 +78,8 @@ class ExtractorAgent:
             self._calls += 1
             seed = self._seed * 1_000_003 + self._calls
         out = self.sampler.generate([ids], self.merge_sampling, rng=seed).tokens[0]
-        body = [t for t in out if t not in self.sampling.stop_token_ids]
         self.stats["merge_calls"] += 1
-        return prompts.parse_merge(self.tokenizer.decode(body))
+        return prompts.parse_merge(self.tokenizer.decode(strip_stop_tokens(out, self.sampling)))
 
     def _sample(self, item: TrainingItem, advantage: float) -> Sample:
         with self._lock:

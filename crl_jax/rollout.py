@@ -21,7 +21,7 @@ from crl_jax import prompts
 from crl_jax.envs.base import StepInfo
 from crl_jax.learner import Sample
 from models.sampler import Sampler
-from models.sampling_ops import SamplingConfig
+from models.sampling_ops import SamplingConfig, strip_stop_tokens
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,8 +178,7 @@ class RolloutEngine:
             prompt_ids = [self.prompt_ids(v) for v in views]
             result = self.sampler.generate(prompt_ids, self.sampling, rng=int(rng.integers(2**31)),
                                            decode=self.tokenizer.decode)
-            texts = [self.tokenizer.decode([t for t in result.tokens[j]
-                                            if t not in self.sampling.stop_token_ids])
+            texts = [self.tokenizer.decode(strip_stop_tokens(result.tokens[j], self.sampling))
                      for j in range(len(live))]
             queries = {j: prompts.parse_ask(texts[j], cfg.format) for j in range(len(live))}
             asking = [j for j, q in queries.items() if q and ask is not None

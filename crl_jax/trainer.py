@@ -47,6 +47,7 @@ class Trainer:
         self._failure: BaseException | None = None
         self._ext_metrics: list[dict] = []
         self._ext_thread: threading.Thread | None = None
+        self._eval_envs: dict[str, list] = {}  # built at the first evaluation, then reused
         self.manager = None
         self._build()
 
@@ -245,7 +246,7 @@ class Trainer:
             eps = []
             for src in self.eval_sources:
                 tasks = src.tasks[: self.cfg.env.num_eval_tasks]
-                pool = [src.make() for _ in tasks]
+                pool = self._eval_envs.setdefault(src.env_name, [src.make() for _ in tasks])
                 use = self.use_experience and frac > 0
                 eps += self.engine.play(pool, tasks, [use] * len(tasks),
                                         self._retrieve if use else None, seed=12345)

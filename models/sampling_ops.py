@@ -41,6 +41,12 @@ class SamplingConfig:
             raise ValueError(f"check_every must be >= 1, got {self.check_every}")
 
 
+def strip_stop_tokens(tokens, config: SamplingConfig) -> list[int]:
+    """Generated ids without the stop token(s) that ended them (for decoding text)."""
+    stops = set(config.stop_token_ids)
+    return [t for t in tokens if t not in stops]
+
+
 def _filter_top_k_top_p(scaled, top_k, top_p):
     """Masks (to -inf) tokens outside the top-k set and the top-p nucleus."""
     v = scaled.shape[-1]
