@@ -49,6 +49,7 @@ class EnvSpec:
     num_generated: int = 400
     # ALFWorld generated games: restrict to these task types (empty = all six)
     task_types: tuple[str, ...] = ()
+    room_size: str = "full"  # ALFWorld generated games: full | small (a curriculum for tiny models)
     num_eval_tasks: int = 32
     lenient_actions: bool = False
     max_episode_steps: int = 0  # 0 = the rollout's max_turns

@@ -18,7 +18,8 @@ class TaskSource:
     expert: str  # registry name of the expert
 
 
-def _alfworld_games(split: str, num_generated: int, seed: int, task_types: tuple = ()):
+def _alfworld_games(split: str, num_generated: int, seed: int, task_types: tuple = (),
+                    room_size: str = "full"):
     from crl_jax.envs.alfworld_data import load_games
     from crl_jax.envs.alfworld_generator import generate_games
 
@@ -26,23 +27,26 @@ def _alfworld_games(split: str, num_generated: int, seed: int, task_types: tuple
         n = num_generated if split == "generated" else max(64, num_generated // 4)
         start = seed + (_EVAL_SEED_OFFSET if split == "generated_eval" else 0)  # unseen games
         if not task_types:
-            return generate_games(n, seed=start)
+            return generate_games(n, seed=start, room_size=room_size)
         per = -(-n // len(task_types))
         games = [g for i, tt in enumerate(task_types)
-                 for g in generate_games(per, seed=start + i * 100_000, task_type=tt)]
+                 for g in generate_games(per, seed=start + i * 100_000, task_type=tt,
+                                             room_size=room_size)]
         return tuple(games[:n])
+    if room_size != "full":
+        raise ValueError(f"room_size={room_size!r} applies to generated games only, not split {split!r}")
     games = load_games(split)
     return tuple(g for g in games if not task_types or g.task_type in task_types)
 
 
 def task_source(env_name: str, split: str, num_generated: int, seed: int, max_steps: int,
                 lenient_actions: bool = False, num_tasks: int | None = None,
-                task_types: tuple = ()) -> TaskSource:
+                task_types: tuple = (), room_size: str = "full") -> TaskSource:
     """``split`` selects train or eval tasks: ALFWorld takes a pack split
     (train, valid_seen, valid_unseen) or generated / generated_eval; other
     environments take "train" (seeds from 0) or "eval" (seeds from 1e6)."""
     if env_name.startswith("alfworld"):
-        games = _alfworld_games(split, num_generated, seed, task_types)
+        games = _alfworld_games(split, num_generated, seed, task_types, room_size)
         if num_tasks:
             games = games[:num_tasks]
         return TaskSource(env_name, lambda: make_env(env_name, games=games, max_steps=max_steps,

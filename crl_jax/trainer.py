@@ -57,10 +57,11 @@ class Trainer:
         max_steps = cfg.env.max_episode_steps or cfg.rollout.max_turns
         self.train_sources = [task_source(n, cfg.env.train_split, cfg.env.num_generated, t.seed,
                                           max_steps, cfg.env.lenient_actions, None,
-                                          cfg.env.task_types) for n in cfg.env.names]
+                                          cfg.env.task_types, cfg.env.room_size) for n in cfg.env.names]
         self.eval_sources = [task_source(n, cfg.env.eval_split, cfg.env.num_generated, t.seed,
                                          max_steps, cfg.env.lenient_actions, cfg.env.num_eval_tasks,
-                                         cfg.env.task_types) for n in cfg.env.names]
+                                         cfg.env.task_types, cfg.env.room_size)
+                             for n in cfg.env.names]
         tiny = not cfg.actor.checkpoint
         demos = []
         if tiny or cfg.warm_start.demos:

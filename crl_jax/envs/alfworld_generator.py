@@ -85,6 +85,21 @@ SCENES = {
                  "SoapBar SoapBottle SprayBottle ToiletPaper Candle HandTowel Towel Cloth "
                  "DishSponge TissueBox Plunger ScrubBrush Mirror LightSwitch Window"),
 }
+# Small rooms (a curriculum for tiny models): one or two of each receptacle
+# kind, the optional ones sometimes, and about half the loose objects, so a
+# search finds the target in a few visits and the room fits in one line.
+SMALL_SCENES = {
+    "kitchen": ({"Cabinet": (1, 2, .8), "Drawer": (1, 1, .7), "CounterTop": (1, 1, 0),
+                 "StoveBurner": (1, 1, 0), "Fridge": (1, 1, 1), "Microwave": (1, 1, 1),
+                 "SinkBasin": (1, 1, 0), "GarbageCan": (0, 1, 0), "CoffeeMachine": (0, 1, 0),
+                 "DiningTable": (0, 1, 0)}, SCENES["kitchen"][1]),
+    "bedroom": ({"Bed": (1, 1, 0), "Desk": (0, 1, 0), "Drawer": (1, 2, .7), "Shelf": (1, 1, 0),
+                 "SideTable": (1, 1, 0), "GarbageCan": (0, 1, 0)}, SCENES["bedroom"][1]),
+    "bathroom": ({"Toilet": (1, 1, 0), "SinkBasin": (1, 1, 0), "Cabinet": (1, 2, 1),
+                  "CounterTop": (1, 1, 0), "GarbageCan": (0, 1, 0), "ToiletPaperHanger": (1, 1, 0)},
+                 SCENES["bathroom"][1]),
+}
+ROOM_SIZES = ("full", "small")
 SENTENCES = {
     "pick_and_place_simple": ("put a {o} in {r}", "put some {o} on {r}"),
     "look_at_obj_in_light": ("examine the {o} with the {t}", "look at {o} under the {t}"),
@@ -223,25 +238,31 @@ def _problem(room: _Room, name: str, goal: str, agent_loc: str) -> str:
             f"(:init\n        {sep.join(init)}\n        )\n(:goal\n    {goal}\n    )\n)\n")
 
 
-def generate_game(seed: int, task_type: str | None = None) -> GameRecord:
-    """A new solvable game; the same (seed, task_type) gives the same game."""
+def generate_game(seed: int, task_type: str | None = None, room_size: str = "full") -> GameRecord:
+    """A new solvable game; the same (seed, task_type, room_size) gives the same game.
+    ``room_size="small"`` draws from SMALL_SCENES (a few receptacles, fewer objects)."""
     if task_type is not None and task_type not in TASK_TYPES:
         raise ValueError(f"unknown task_type {task_type!r}; valid: {TASK_TYPES}")
+    if room_size not in ROOM_SIZES:
+        raise ValueError(f"unknown room_size {room_size!r}; valid: {ROOM_SIZES}")
+    scenes_table = SMALL_SCENES if room_size == "small" else SCENES
+    object_draw = (0, 1) if room_size == "small" else (0, 2)
     for attempt in range(100):
-        rng = random.Random(f"{seed}/{task_type}/{attempt}")
+        key = f"{seed}/{task_type}/{attempt}" + ("" if room_size == "full" else f"/{room_size}")
+        rng = random.Random(key)
         ttype = task_type or rng.choice(TASK_TYPES)
         need = _NEEDS.get(ttype, (None, None))[1]
-        scenes = [s for s, (recs, _) in SCENES.items() if need is None or need in recs]
+        scenes = [s for s, (recs, _) in scenes_table.items() if need is None or need in recs]
         if ttype == "look_at_obj_in_light":
             scenes = ["bedroom"]
         scene = rng.choice(scenes)
-        recs, objs = SCENES[scene]
+        recs, objs = scenes_table[scene]
         room = _Room(rng, scene)
         for rtype, (lo, hi, door) in recs.items():
             for _ in range(rng.randint(lo, hi)):
                 room.add_receptacle(rtype, door)
         for otype in sorted(set(objs.split())):
-            for _ in range(rng.randint(0, 2)):
+            for _ in range(rng.randint(*object_draw)):
                 room.place(otype)
         choice = _choose_task(rng, ttype, room)
         if choice is None:
@@ -269,16 +290,18 @@ def generate_game(seed: int, task_type: str | None = None) -> GameRecord:
                   "toggle_target": parent if ttype == "look_at_obj_in_light" else "",
                   "mrecep_target": "", "object_sliced": False}
         return GameRecord(
-            id=f"generated/{ttype}-{obj}-None-{parent}-{scene}/seed_{seed}",
+            id=f"generated/{ttype}-{obj}-None-{parent}-{scene}/seed_{seed}"
+               + ("" if room_size == "full" else f"_{room_size}"),
             split="generated", task_type=ttype, task=task,
             pddl_params=tuple(sorted(params.items())),
             pddl_problem=_problem(room, name, _goal(ttype, obj, parent), agent_loc))
     raise RuntimeError(f"could not generate a {task_type or 'any'} game for seed {seed}")
 
 
-def generate_games(n: int, seed: int = 0, task_type: str | None = None) -> tuple[GameRecord, ...]:
+def generate_games(n: int, seed: int = 0, task_type: str | None = None,
+                   room_size: str = "full") -> tuple[GameRecord, ...]:
     """n games with seeds seed, seed+1, ... (task types cycle when task_type is None)."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    return tuple(generate_game(seed + i, task_type or TASK_TYPES[(seed + i) % len(TASK_TYPES)])
-                 for i in range(n))
+    return tuple(generate_game(seed + i, task_type or TASK_TYPES[(seed + i) % len(TASK_TYPES)],
+                               room_size) for i in range(n))

@@ -18,6 +18,7 @@ _ENVS: dict[str, tuple[str, dict]] = {
     **{name: (_MINIHACK, {"env_id": name}) for name in _MINIHACK_TASKS},
     "sokoban": ("crl_jax.envs.sokoban:SokobanEnv", {}),
     "webshop": ("crl_jax.envs.webshop.env:WebShopEnv", {}),
+    "swe_local": ("crl_jax.envs.swe.env:SWEEnv", {}),
     # ALFWorld: filled by crl_jax.envs.alfworld_env (fast engine by default).
     "alfworld": ("crl_jax.envs.alfworld_env:make_alfworld_env", {"engine": "fast"}),
     "alfworld_fast": ("crl_jax.envs.alfworld_env:make_alfworld_env", {"engine": "fast"}),
@@ -31,6 +32,7 @@ _EXPERTS: dict[str, str] = {
     "MiniHack-": "crl_jax.envs.minihack_expert:MiniHackExpert",
     "sokoban": "crl_jax.envs.sokoban:SokobanExpert",
     "webshop": "crl_jax.envs.webshop.expert:WebShopExpert",
+    "swe": "crl_jax.envs.swe.expert:SWEExpert",
     "alfworld": "crl_jax.envs.alfworld_expert:AlfWorldEnvExpert",
 }
 

@@ -124,3 +124,18 @@ def test_registry_style_expert_and_generated_split():
         assert result.info.won, env.record.id
     with pytest.raises(ValueError, match="engine must be"):
         make_alfworld_env("slow")
+
+
+def test_small_rooms_are_smaller_solvable_and_distinct():
+    small, full = generate_games(36, seed=7, room_size="small"), generate_games(36, seed=7)
+    env = FastAlfWorldEnv(small)
+    for i, game in enumerate(small):
+        assert game.id.endswith("_small") and game != full[i]
+        ok, _, events = play_expert(env, i, max_steps=80)
+        assert ok, game.id
+        assert tuple(events) == SUBTASKS[game.task_type]
+    n_small = [len(spec_for(g).rtype) for g in small]
+    n_full = [len(spec_for(g).rtype) for g in full]
+    assert max(n_small) <= 11 < max(n_full) and sum(n_small) < 0.6 * sum(n_full)
+    with pytest.raises(ValueError, match="unknown room_size"):
+        generate_game(0, room_size="tiny")
