@@ -37,6 +37,7 @@ EXTRACTOR_SYSTEM = (
 
 _ACTION_RE = re.compile(r"<action>(.*?)(?:</action>|$)", re.DOTALL)
 _ASK_RE = re.compile(r"<ask>(.*?)(?:</ask>|$)", re.DOTALL)
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<function=", "</function>"  # tool-call actions (SWE tasks)
 ASK_PREFIX = "ask:"  # compact format: "ask: <query>" calls the search-and-ask tool
 
 
@@ -106,7 +107,11 @@ def render_actor_chat_messages(view: TurnView) -> list[dict]:
 def parse_action(text: str, fmt: str) -> str | None:
     """The action in a generated answer, or None when there is none."""
     if fmt == "compact":
-        action = text.strip().split("\n")[0].strip()
+        text = text.strip()
+        if text.startswith(TOOL_CALL_OPEN):  # tool calls (SWE) span lines; keep the call whole
+            end = text.find(TOOL_CALL_CLOSE)
+            return text if end < 0 else text[:end + len(TOOL_CALL_CLOSE)]
+        action = text.split("\n")[0].strip()
         return action or None
     match = _ACTION_RE.search(text)
     if not match:

@@ -103,6 +103,9 @@ class WarmStartSpec:
     batch: int = 32
     recovery_fraction: float = 0.2  # demo turns duplicated with a rejected action in history
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
+    # Reuse warm starts across runs of the same setting (crl_jax/warm_cache.py);
+    # "" = always train. Arms of a comparison then share one warm-started actor.
+    cache_dir: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +113,12 @@ class TrainSpec:
     steps: int = 30
     tasks_per_step: int = 8
     group_size: int = 4  # K rollouts per task
+    # Actor optimiser steps per rollout batch: the batch is shuffled and split
+    # into this many mini-batches, each one AdamW step against the sampler's
+    # (behaviour) log-probs, so later ones are off-policy and PPO-clipped
+    # (verl's ppo_mini_batch_size; the paper's 1e-6 lr runs use 1).
+    actor_mini_batches: int = 1
+    actor_epochs: int = 1  # passes over the batch (each split into actor_mini_batches)
     eval_every: int = 10
     checkpoint_every: int = 10
     seed: int = 0
@@ -139,5 +148,9 @@ class RunConfig:
             raise ValueError(f"advantages.mode={self.advantages.mode!r}; valid: {ADVANTAGE_MODES}")
         if self.train.group_size < 2:
             raise ValueError("train.group_size must be >= 2 (group-relative advantages)")
+        if self.train.actor_mini_batches < 1 or self.train.actor_epochs < 1:
+            raise ValueError("train.actor_mini_batches and train.actor_epochs must be >= 1")
+        if self.env.room_size not in ("full", "small"):
+            raise ValueError(f"env.room_size={self.env.room_size!r}; valid: full, small")
         if not 0.0 <= self.experience.guided_fraction <= 1.0:
             raise ValueError("experience.guided_fraction must be in [0, 1]")

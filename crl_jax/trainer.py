@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 from typing import Sequence
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from crl_jax import prompts, setup, warmstart
 from crl_jax.checkpointing import RunCheckpointer
+from crl_jax.warm_cache import WarmStartCache, load_leaves, warm_start_key
 from crl_jax.episode_stats import batch_metrics, self_distillation_samples, turn_advantages
 from crl_jax.experience import EpisodeRecord
 from crl_jax.extractor import ExtractorAgent
@@ -74,6 +76,11 @@ class Trainer:
                                                      [src.tasks[i] for i in picks], max_steps,
                                                      src.expert)
         self.demos = demos
+        self.warm_cache = (WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
+                           if cfg.warm_start.cache_dir and tiny else None)
+        cached_tok = self.warm_cache.tokenizer_dir() if self.warm_cache else None
+        if cached_tok and not os.path.exists(os.path.join(self.out_dir, "tokenizer")):
+            shutil.copytree(cached_tok, os.path.join(self.out_dir, "tokenizer"))
         tok = setup.load_tokenizer_for(cfg.actor)
         self.tokenizer = tok or setup.env_tokenizer(cfg, demos, self.out_dir)
         ext_tok = setup.load_tokenizer_for(cfg.extractor) or self.tokenizer
@@ -112,21 +119,37 @@ class Trainer:
             return  # the checkpoint holds the trained weights
         if cfg.actor.checkpoint or not demos:
             return
+        # Half of the actor's demonstrations carry an experience entry in every
+        # mode, so all arms of a comparison can share one warm start (the
+        # no-experience baseline simply never sees an "exp:" line later).
         rng = np.random.default_rng(cfg.train.seed + 7)
+        cache, learners = self.warm_cache, {"actor": self.actor}
+        if self.use_experience and not cfg.extractor.checkpoint:
+            learners["extractor"] = self.extractor
         with self.timings.time("warm_start"):
-            samples = warmstart.actor_sft_samples(demos, self.tokenizer, cfg.rollout.history, rng,
-                                                  0.5 if self.use_experience else 0.0,
-                                                  cfg.rollout.list_actions,
-                                                  ws.recovery_fraction, cfg.rollout.obs_chars,
-                                                  cfg.rollout.show_first_observation)
-            losses = setup.supervised_warm_start(self.actor, samples, ws.actor_lr, ws.actor_steps,
-                                                 ws.batch, self.tokenizer.pad_id, rng, "actor")
-            self.warm_start_losses["actor"] = losses
-            if self.use_experience and not cfg.extractor.checkpoint:
+            if cache and cache.has("actor"):
+                self.actor.params = load_leaves(self.actor.params, os.path.join(cache.path, "actor.npz"))
+            else:
+                samples = warmstart.actor_sft_samples(
+                    demos, self.tokenizer, cfg.rollout.history, rng, 0.5, cfg.rollout.list_actions,
+                    ws.recovery_fraction, cfg.rollout.obs_chars, cfg.rollout.show_first_observation)
+                self.warm_start_losses["actor"] = setup.supervised_warm_start(
+                    self.actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
+                    self.tokenizer.pad_id, rng, "actor")
+            if "extractor" in learners and cache and cache.has("extractor"):
+                self.extractor.params = load_leaves(self.extractor.params,
+                                                    os.path.join(cache.path, "extractor.npz"))
+            elif "extractor" in learners:
                 samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer)
                 self.warm_start_losses["extractor"] = setup.supervised_warm_start(
                     self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
                     self.ext_tokenizer.pad_id, rng, "extractor")
+            if cache:
+                fresh = {k: learners[k].params for k in self.warm_start_losses}
+                if fresh:
+                    cache.store(os.path.join(self.out_dir, "tokenizer"), fresh,
+                                self.warm_start_losses)
+                self.warm_start_losses = {**cache.losses(), **self.warm_start_losses}
         log.info("warm start: %s", {k: (round(v[0], 3), round(v[-1], 3))
                                     for k, v in self.warm_start_losses.items() if v})
 
@@ -183,8 +206,7 @@ class Trainer:
             turn_adv = turn_advantages(episodes, cfg.advantages)
             if cfg.experience.mode != "exp_only":
                 samples = [s for ep, a in zip(episodes, turn_adv) for s in ep.samples(a)]
-                packed = pack_samples(samples, self.tokenizer.pad_id, cfg.actor_optim.micro_batch)
-                metrics.update({f"actor/{k}": v for k, v in self.actor.policy_step(packed).items()})
+                metrics.update({f"actor/{k}": v for k, v in self._actor_updates(samples).items()})
                 weight = cfg.experience.self_distillation
                 sd = (self_distillation_samples(episodes, self.engine.prompt_ids)
                       if weight > 0 and self.use_experience else [])
@@ -196,6 +218,24 @@ class Trainer:
         if self.use_experience:
             self._feed_manager(episodes)
         return metrics
+
+    def _actor_updates(self, samples) -> dict:
+        """actor_epochs passes of actor_mini_batches optimiser steps over the
+        batch; metrics are averaged over the steps (updates: how many ran)."""
+        t = self.cfg.train
+        sums, n = {}, 0
+        for _ in range(t.actor_epochs):
+            order = self.rng.permutation(len(samples)) if t.actor_mini_batches > 1 else range(len(samples))
+            chunks = np.array_split(np.asarray(list(order)), min(t.actor_mini_batches, len(samples)))
+            for chunk in chunks:
+                packed = pack_samples([samples[i] for i in chunk], self.tokenizer.pad_id,
+                                      self.cfg.actor_optim.micro_batch)
+                for k, v in self.actor.policy_step(packed).items():
+                    sums[k] = sums.get(k, 0.0) + v
+                n += 1
+        out = {k: v / n for k, v in sums.items()}
+        out["updates"] = n
+        return out
 
     def _feed_manager(self, episodes: Sequence[Episode]) -> None:
         mode = self.cfg.experience.mode

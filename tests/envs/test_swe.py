@@ -465,3 +465,19 @@ def test_docker_evaluation_refuses_clearly_without_docker(tmp_path):
         pytest.skip("Docker and swebench are available here; the real run is not a unit test")
     with pytest.raises(RuntimeError, match="cannot run the SWE-bench Docker evaluation"):
         sb.run_evaluation("d.jsonl", "p.jsonl", "r1", "m", report_dir=str(tmp_path))
+
+
+def test_compact_prompts_keep_multiline_tool_calls_whole():
+    from crl_jax import prompts
+    from crl_jax.envs.registry import make_env, make_expert
+    env, expert = make_env("swe_local"), make_expert("swe_local")
+    try:
+        env.reset(5)
+        expert.reset()
+        action = expert.act(env)
+        assert "\n" in action and action.startswith("<function=")
+        assert prompts.parse_action(action + "\ntrailing junk", "compact") == action
+        assert prompts.parse_action("  " + action, "compact") == action
+    finally:
+        env.close()
+    assert prompts.parse_action("go to desk 1\nmore", "compact") == "go to desk 1"

@@ -39,12 +39,12 @@ def checkpoints(tmp_path_factory):
     return paths
 
 
-@pytest.mark.parametrize("preset", ["alfworld", "multitask3"])
+@pytest.mark.parametrize("preset", ["alfworld", "multitask3", "swe"])
 def test_paper_preset_runs_a_step_on_tiny_checkpoints(preset, checkpoints, tmp_path):
-    cfg = apply_overrides(load_preset(preset), [
+    splits = [] if preset == "swe" else ["env.train_split=generated", "env.eval_split=generated_eval"]
+    cfg = apply_overrides(load_preset(preset), splits + [
         f"actor.checkpoint={checkpoints['actor']}", f"extractor.checkpoint={checkpoints['extractor']}",
-        f"experience.embedder={checkpoints['embedder']}", "env.train_split=generated",
-        "env.eval_split=generated_eval", "env.num_generated=4", "env.num_eval_tasks=1",
+        f"experience.embedder={checkpoints['embedder']}", "env.num_generated=4", "env.num_eval_tasks=1",
         "train.steps=1", "train.tasks_per_step=1", "train.group_size=2", "train.eval_every=1",
         "train.checkpoint_every=1", "rollout.max_turns=2", "rollout.max_new_tokens=16",
         "rollout.max_prompt_tokens=512", "experience.extractor_max_new_tokens=16",

@@ -1,0 +1,108 @@
+"""A cache of warm starts (tokenizer + supervised weights of the tiny models).
+
+Every arm of a comparison (baseline, Comp. RL, ablations) should start from
+the same warm-started actor, and the warm start is the slowest part of a
+short CPU run; with ``warm_start.cache_dir`` set, the first run of a setting
+stores its tokenizer and weights under a key of everything that shapes them
+(model specs, environment, prompt rendering, warm-start settings, seed), and
+later runs with the same key load them instead of training again.
+
+    <cache_dir>/<key>/tokenizer/...       the environment tokenizer
+    <cache_dir>/<key>/actor.npz           parameter leaves in tree order
+    <cache_dir>/<key>/extractor.npz       (when an extractor was trained)
+    <cache_dir>/<key>/losses.json         the warm-start loss curves
+
+Entries are written to a temporary directory and renamed, so a crash never
+leaves a half-written entry behind.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+import jax
+import numpy as np
+
+from crl_jax.config_tools import config_to_dict
+
+
+def warm_start_key(cfg) -> str:
+    """A hash of the config parts that determine the warm start (not the RL
+    settings, not the experience mode: all arms share one warm start)."""
+    r = cfg.rollout
+    parts = {
+        "actor": config_to_dict(cfg.actor), "extractor": config_to_dict(cfg.extractor),
+        "env": config_to_dict(cfg.env),
+        "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
+        "warm_start": {k: v for k, v in config_to_dict(cfg.warm_start).items() if k != "cache_dir"},
+        "seed": cfg.train.seed, "version": 1,
+    }
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return f"{cfg.name}-{hashlib.sha256(blob).hexdigest()[:16]}"
+
+
+def _save_leaves(params, path: str) -> None:
+    leaves = [np.asarray(x) for x in jax.tree.leaves(params)]
+    np.savez(path, **{str(i): x for i, x in enumerate(leaves)})
+
+
+def load_leaves(like, path: str):
+    """The stored leaves, in the tree structure (and shardings) of ``like``."""
+    with np.load(path) as data:
+        leaves = [data[str(i)] for i in range(len(data.files))]
+    ref, treedef = jax.tree.flatten(like)
+    if len(leaves) != len(ref) or any(a.shape != b.shape for a, b in zip(leaves, ref)):
+        raise ValueError(f"warm-start cache entry {path} does not match the model "
+                         f"({len(leaves)} stored leaves vs {len(ref)})")
+    placed = [jax.device_put(x.astype(r.dtype), r.sharding) for x, r in zip(leaves, ref)]
+    return jax.tree.unflatten(treedef, placed)
+
+
+@dataclasses.dataclass
+class WarmStartCache:
+    root: str
+    key: str
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.root, self.key)
+
+    def has(self, name: str) -> bool:
+        return os.path.exists(os.path.join(self.path, f"{name}.npz"))
+
+    def tokenizer_dir(self) -> str | None:
+        d = os.path.join(self.path, "tokenizer")
+        return d if os.path.isdir(d) else None
+
+    def losses(self) -> dict:
+        p = os.path.join(self.path, "losses.json")
+        if not os.path.exists(p):
+            return {}
+        with open(p) as f:
+            return json.load(f)
+
+    def store(self, tokenizer_dir: str, weights: dict, losses: dict) -> None:
+        """Adds ``weights`` (name -> params) to the entry, atomically per call."""
+        os.makedirs(self.root, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f".{self.key}.", dir=self.root)
+        try:
+            if os.path.isdir(self.path):  # keep what the entry already holds
+                shutil.copytree(self.path, tmp, dirs_exist_ok=True)
+            else:
+                shutil.copytree(tokenizer_dir, os.path.join(tmp, "tokenizer"))
+            for name, params in weights.items():
+                _save_leaves(params, os.path.join(tmp, f"{name}.npz"))
+            merged = {**self.losses(), **{k: [float(x) for x in v] for k, v in losses.items()}}
+            with open(os.path.join(tmp, "losses.json"), "w") as f:
+                json.dump(merged, f)
+            old = self.path + ".old"
+            if os.path.isdir(self.path):
+                os.replace(self.path, old)
+            os.replace(tmp, self.path)
+            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,16 @@
+"""SWE tasks at paper scale: Qwen3-4B-Instruct-2507 actor (PAPER.md
+"Paper-scale settings"), the three SWE-bench tools, 8 tasks x 8 rollouts.
+
+The paper trains on 124 SWE-Bench Verified tasks inside their Docker
+images; those images cannot be fetched here, so this preset runs the same
+tool environment on the locally generated repositories (swe_local). Real
+SWE-bench evaluation goes through crl_jax/envs/swe/swebench_adapter.py and
+the official harness where Docker exists (BUILD.md, "SWE-bench").
+"""
+from experiments.configs._common import paper_config
+
+
+def get_config():
+    return paper_config("swe", ("swe_local",), max_turns=40, max_new_tokens=4096, steps=128,
+                        tasks_per_step=8, actor="Qwen3-4B-Instruct-2507", train_split="train",
+                        eval_split="eval", num_eval_tasks=124)

@@ -1,0 +1,343 @@
+"""Shared machinery of the figure scripts: arms, running them, reading their metrics.
+
+An *arm* is one training run: (label, preset, overrides, seed). Two arms with
+the same (preset, overrides, seed) are the same run whatever their labels, so
+several figures can share one run directory (``Arm.run_name``). Each arm runs
+in its own Python process (``python experiments/run.py``) so that a crash in
+one arm does not stop a sweep and its memory is returned to the system.
+
+Aggregation works on the rows of ``metrics.jsonl`` (crl_jax.metrics): a curve
+of one metric key over steps, summarised over seeds as mean, std and min/max;
+final values (mean of the last K points that carry the key); ratios of two
+arms' finals with their per-seed spread.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUN_SCRIPT = os.path.join(REPO, "experiments", "run.py")
+FIGURES_DIR = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_OUT = os.path.join(FIGURES_DIR, "out")
+DEFAULT_ROOT = os.path.join(REPO, "runs", "figures")
+BUDGETS = ("quick", "full")
+METRICS = "metrics.jsonl"
+
+
+def check_budget(budget: str) -> str:
+    if budget not in BUDGETS:
+        raise ValueError(f"budget={budget!r}; valid: {BUDGETS}")
+    return budget
+
+
+# --------------------------------------------------------------------------- #
+# Arms
+# --------------------------------------------------------------------------- #
+
+
+def normalize_overrides(overrides: Iterable[str]) -> tuple[str, ...]:
+    """'key=value' strings, one per key (the last one wins, as on the command
+    line), sorted by key: equal settings give equal tuples whatever the order."""
+    by_key: dict[str, str] = {}
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} must look like key.sub=value")
+        key, value = item.split("=", 1)
+        by_key[key.strip()] = value.strip()
+    if "train.seed" in by_key:
+        raise ValueError("set the seed with Arm(seed=...), not a train.seed override")
+    if "train.out_dir" in by_key:
+        raise ValueError("the run directory comes from the arm's name; drop train.out_dir")
+    return tuple(f"{k}={by_key[k]}" for k in sorted(by_key))
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """One training run of a figure. ``label`` names it in plots only;
+    ``est_s`` is a time estimate in seconds used for the ETA."""
+
+    label: str
+    preset: str
+    overrides: tuple[str, ...] = ()
+    seed: int = 0
+    est_s: float = 0.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "overrides", normalize_overrides(self.overrides))
+        if not self.preset or "/" in self.preset:
+            raise ValueError(f"preset={self.preset!r} must be a preset name such as alfworld_cpu")
+
+    @property
+    def key(self) -> tuple:
+        """What makes two arms the same run (the label does not)."""
+        return (self.preset, self.overrides, int(self.seed))
+
+    @property
+    def run_name(self) -> str:
+        digest = hashlib.sha1(json.dumps(self.key).encode()).hexdigest()[:10]
+        return f"{self.preset}-s{self.seed}-{digest}"
+
+    def command(self, out_dir: str, resume: bool = False) -> list[str]:
+        cmd = [sys.executable, RUN_SCRIPT, f"--config={self.preset}", f"--out_dir={out_dir}"]
+        if resume:
+            cmd.append("--resume")
+        return cmd + list(self.overrides) + [f"train.seed={self.seed}"]
+
+    def with_label(self, label: str) -> "Arm":
+        return dataclasses.replace(self, label=label)
+
+
+def dedupe_arms(arms: Iterable[Arm]) -> list[Arm]:
+    """One arm per run (first label kept), in first-seen order."""
+    seen: dict[tuple, Arm] = {}
+    for arm in arms:
+        seen.setdefault(arm.key, arm)
+    return list(seen.values())
+
+
+def run_dir(arm: Arm, root: str) -> str:
+    return os.path.join(root, arm.run_name)
+
+
+def override_value(arm: Arm, key: str, default=None):
+    for item in arm.overrides:
+        k, v = item.split("=", 1)
+        if k == key:
+            return v
+    return default
+
+
+def expected_steps(arm: Arm) -> int:
+    """train.steps of the arm: its override, else the preset's (loads the preset)."""
+    value = override_value(arm, "train.steps")
+    if value is not None:
+        return int(float(value))
+    from crl_jax.config_tools import load_preset  # heavy import, only when needed
+    return int(load_preset(arm.preset).train.steps)
+
+
+# --------------------------------------------------------------------------- #
+# Running
+# --------------------------------------------------------------------------- #
+
+
+def read_rows(path: str) -> list[dict]:
+    """The complete rows of a metrics.jsonl (a torn last line is skipped)."""
+    from crl_jax.metrics import read_metrics
+    return read_metrics(path)
+
+
+def last_step(directory: str) -> int | None:
+    path = os.path.join(directory, METRICS)
+    if not os.path.exists(path):
+        return None
+    rows = read_rows(path)
+    return max((int(r["step"]) for r in rows), default=None)
+
+
+def is_finished(arm: Arm, root: str) -> bool:
+    done = last_step(run_dir(arm, root))
+    return done is not None and done >= expected_steps(arm)
+
+
+def has_checkpoint(directory: str) -> bool:
+    ckpt = os.path.join(directory, "checkpoints")
+    return os.path.isdir(ckpt) and any(name.isdigit() for name in os.listdir(ckpt))
+
+
+def _record_path(arm: Arm, root: str) -> str:
+    return os.path.join(root, arm.run_name + ".arm.json")
+
+
+def load_record(arm: Arm, root: str) -> dict:
+    path = _record_path(arm, root)
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _write_json(path: str, data) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, sort_keys=True, allow_nan=True)
+    os.replace(tmp, path)
+
+
+@dataclasses.dataclass
+class ArmResult:
+    arm: Arm
+    status: str  # "skipped" (already finished) | "done" | "failed"
+    wall_s: float
+    returncode: int | None = None
+
+
+def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
+            runner: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> ArmResult:
+    """Runs one arm in a subprocess unless its run directory already holds a
+    finished metrics.jsonl. An unfinished run with a checkpoint is resumed
+    (--resume); one without a checkpoint starts again with fresh metrics.
+    Output goes to <run dir>/run.log; <root>/<run name>.arm.json records the
+    arm, its command and every attempt's wall time."""
+    out = run_dir(arm, root)
+    if is_finished(arm, root):
+        return ArmResult(arm, "skipped", 0.0, 0)
+    os.makedirs(out, exist_ok=True)
+    resume = has_checkpoint(out)
+    if not resume and os.path.exists(os.path.join(out, METRICS)):
+        os.remove(os.path.join(out, METRICS))  # rows of a run that died before its first checkpoint
+    cmd = arm.command(out, resume)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    start = time.perf_counter()
+    with open(os.path.join(out, "run.log"), "a", encoding="utf-8") as log:
+        log.write(f"\n$ {' '.join(cmd)}\n")
+        log.flush()
+        try:
+            proc = runner(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
+                          timeout=timeout_s, check=False)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = -9
+    wall = time.perf_counter() - start
+    finished = code == 0 and is_finished(arm, root)
+    record = load_record(arm, root)
+    attempts = record.get("attempts", []) + [{"wall_s": wall, "returncode": code,
+                                              "resumed": resume, "finished": finished,
+                                              "ended": time.strftime("%Y-%m-%d %H:%M:%S")}]
+    _write_json(_record_path(arm, root), {
+        "label": arm.label, "preset": arm.preset, "overrides": list(arm.overrides),
+        "seed": arm.seed, "run_dir": out, "command": cmd, "attempts": attempts,
+        "wall_s": sum(a["wall_s"] for a in attempts), "finished": finished})
+    return ArmResult(arm, "done" if finished else "failed", wall, code)
+
+
+def _fmt(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
+
+
+def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
+             log: Callable[[str], None] = print, **kw) -> list[ArmResult]:
+    """Runs the (deduplicated) arms one after another, printing progress.
+    The ETA scales the remaining arms' estimates by how the finished ones
+    compared with theirs (or uses their mean wall time without estimates)."""
+    arms = dedupe_arms(arms)
+    results, t0 = [], time.perf_counter()
+    spent = estimated = 0.0
+    for i, arm in enumerate(arms, 1):
+        log(f"[{i}/{len(arms)}] {arm.label} | {arm.preset} seed={arm.seed} -> {arm.run_name}")
+        res = run_arm(arm, root, timeout_s, **kw)
+        results.append(res)
+        if res.status != "skipped":
+            spent += res.wall_s
+            estimated += arm.est_s
+        rest = arms[i:]
+        ran = sum(r.status != "skipped" for r in results)
+        if estimated > 0:
+            eta = sum(a.est_s for a in rest) * spent / estimated
+        else:
+            eta = len(rest) * (spent / ran if ran else 0.0)
+        log(f"[{i}/{len(arms)}] {res.status} in {_fmt(res.wall_s)} (rc={res.returncode}) | "
+            f"elapsed {_fmt(time.perf_counter() - t0)} | ETA {_fmt(eta)}")
+    return results
+
+
+# --------------------------------------------------------------------------- #
+# Aggregation
+# --------------------------------------------------------------------------- #
+
+
+def curve(rows: Sequence[Mapping], key: str, where: str = "run") -> tuple[np.ndarray, np.ndarray]:
+    """(steps, values) of the rows that carry ``key``, sorted by step."""
+    pts = sorted((int(r["step"]), float(r[key])) for r in rows if key in r)
+    if not pts:
+        keys = sorted({k for r in rows for k in r if k not in ("step", "time")})
+        raise KeyError(f"metric {key!r} is in no row of {where}; keys present: {keys}")
+    steps, values = zip(*pts)
+    return np.asarray(steps), np.asarray(values, float)
+
+
+def seed_curves(runs: Mapping[int, Sequence[Mapping]], key: str) -> dict:
+    """Curves of several seeds of one arm on the steps they all have: mean,
+    std (population, ddof=0), min and max per step, plus every seed's values."""
+    if not runs:
+        raise ValueError(f"no runs to aggregate for {key!r}")
+    per = {s: curve(rows, key, f"seed {s}") for s, rows in runs.items()}
+    common = sorted(set.intersection(*(set(st.tolist()) for st, _ in per.values())))
+    if not common:
+        raise ValueError(f"the seeds {sorted(runs)} share no step with {key!r}")
+    table = np.array([[dict(zip(st.tolist(), v))[c] for c in common] for st, v in per.values()])
+    return {"key": key, "steps": common, "seeds": list(per),
+            "mean": table.mean(0).tolist(), "std": table.std(0).tolist(),
+            "min": table.min(0).tolist(), "max": table.max(0).tolist(),
+            "per_seed": {str(s): row.tolist() for s, row in zip(per, table)}}
+
+
+def final_value(rows: Sequence[Mapping], key: str, last_k: int = 1) -> float:
+    """Mean of the last ``last_k`` values of ``key`` (fewer if the run has fewer)."""
+    if last_k < 1:
+        raise ValueError(f"last_k={last_k} must be >= 1")
+    _, values = curve(rows, key)
+    return float(values[-last_k:].mean())
+
+
+def seed_finals(runs: Mapping[int, Sequence[Mapping]], key: str, last_k: int = 1) -> dict:
+    vals = {int(s): final_value(rows, key, last_k) for s, rows in runs.items()}
+    if not vals:
+        raise ValueError(f"no runs to aggregate for {key!r}")
+    arr = np.array(list(vals.values()))
+    return {"key": key, "last_k": last_k, "per_seed": {str(s): v for s, v in vals.items()},
+            "mean": float(arr.mean()), "std": float(arr.std()),
+            "min": float(arr.min()), "max": float(arr.max()), "n": len(vals)}
+
+
+def _divide(a: float, b: float) -> float:
+    if b == 0:
+        return float("nan") if a == 0 else float("inf")
+    return a / b
+
+
+def ratio(num: dict, den: dict) -> dict:
+    """num / den of two ``seed_finals``: the ratio of the means, and the
+    per-seed ratios (paired by seed: seed s of num over seed s of den) with
+    their mean, min and max. A zero denominator gives inf (nan for 0/0)."""
+    paired = sorted(set(num["per_seed"]) & set(den["per_seed"]), key=int)
+    per = {s: _divide(num["per_seed"][s], den["per_seed"][s]) for s in paired}
+    finite = [v for v in per.values() if np.isfinite(v)]
+    return {"ratio_of_means": _divide(num["mean"], den["mean"]), "per_seed": per,
+            "mean": float(np.mean(finite)) if finite else float("nan"),
+            "min": float(min(finite)) if finite else float("nan"),
+            "max": float(max(finite)) if finite else float("nan"),
+            "paired_seeds": len(paired), "finite_seeds": len(finite)}
+
+
+def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]], list[str]]:
+    """{label: {seed: rows}} for arms with a metrics.jsonl, and notes naming the missing ones."""
+    out: dict[str, dict[int, list]] = {}
+    missing = []
+    for arm in arms:
+        path = os.path.join(run_dir(arm, root), METRICS)
+        rows = read_rows(path) if os.path.exists(path) else []
+        if rows:
+            out.setdefault(arm.label, {})[arm.seed] = rows
+        else:
+            missing.append(f"{arm.label} (seed {arm.seed}): no metrics in {run_dir(arm, root)}")
+    return out, missing
+
+
+def wall_times(arms: Sequence[Arm], root: str) -> dict[str, float]:
+    return {a.run_name: load_record(a, root).get("wall_s", float("nan")) for a in dedupe_arms(arms)}
+
+
+def save_json(path: str, data) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    _write_json(path, data)

@@ -1,0 +1,85 @@
+"""What every figure script shares: the stand-alone command line, the report
+record a script returns, and number formatting for its tables.
+
+A figure module defines ``arms(budget) -> list[Arm]`` and
+``make(root, budget, out_dir) -> list[dict]`` (one report per output) and ends with
+``if __name__ == "__main__": figure_main(sys.modules[__name__])``.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Callable
+
+from experiments.figures import common
+
+
+def fmt(x, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    if isinstance(x, float) and math.isinf(x):
+        return "inf"
+    return f"{x:.{digits}f}"
+
+
+def fmt_finals(f: dict | None, digits: int = 2) -> str:
+    """'mean [min, max]' of seed_finals (just the mean for one seed)."""
+    if not f:
+        return "n/a"
+    if f["n"] == 1:
+        return fmt(f["mean"], digits)
+    return f"{fmt(f['mean'], digits)} [{fmt(f['min'], digits)}, {fmt(f['max'], digits)}]"
+
+
+def fmt_ratio(r: dict | None) -> str:
+    """'ratio of means (per-seed mean [min, max])'."""
+    if not r:
+        return "n/a"
+    if r["finite_seeds"] > 1:
+        return f"{fmt(r['ratio_of_means'])}x (per seed {fmt(r['mean'])} [{fmt(r['min'])}, {fmt(r['max'])}])"
+    return f"{fmt(r['ratio_of_means'])}x"
+
+
+def attempt(notes: list, what: str, fn: Callable, *args, **kw):
+    """fn(*args, **kw), or None with a note when the data for it is missing."""
+    try:
+        return fn(*args, **kw)
+    except (KeyError, ValueError) as err:
+        notes.append(f"{what}: {err}")
+        return None
+
+
+def report(name: str, title: str, out_dir: str, tables: list, notes: list,
+           ratios: dict | None = None, arms=(), root: str = "") -> dict:
+    """The record reproduce.py turns into a section of docs/RESULTS.md."""
+    arms = common.dedupe_arms(arms)
+    return {"name": name, "title": title, "png": os.path.join(out_dir, name + ".png"),
+            "json": os.path.join(out_dir, name + ".json"), "tables": tables, "notes": notes,
+            "ratios": ratios or {}, "seeds": sorted({a.seed for a in arms}),
+            "runs": [{"label": a.label, "preset": a.preset, "seed": a.seed,
+                      "overrides": list(a.overrides), "run": a.run_name,
+                      "wall_s": common.load_record(a, root).get("wall_s")} for a in arms]}
+
+
+def figure_main(module) -> None:
+    """Stand-alone entry point: run the module's missing arms, then draw it."""
+    from absl import app, flags
+
+    flags.DEFINE_enum("budget", "quick", list(common.BUDGETS), "run budget")
+    flags.DEFINE_string("root", common.DEFAULT_ROOT, "directory of the run directories")
+    flags.DEFINE_string("out", common.DEFAULT_OUT, "where the PNG and JSON go")
+    flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
+    flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
+    FLAGS = flags.FLAGS
+
+    def main(argv):
+        del argv
+        arms = module.arms(FLAGS.budget)
+        if not FLAGS.skip_runs:
+            common.run_arms(arms, FLAGS.root, FLAGS.timeout_s)
+        for rep in module.make(FLAGS.root, FLAGS.budget, FLAGS.out):
+            print(f"wrote {rep['png']} and {rep['json']}")
+            for note in rep["notes"]:
+                print("  note:", note)
+
+    app.run(main)

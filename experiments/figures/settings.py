@@ -1,0 +1,88 @@
+"""Budgets of the figure runs and the arm factory every figure script uses.
+
+Every arm is its preset plus the budget's overrides plus the arm's own
+switches, always with an explicit experience.mode: arms of different figures
+with the same settings are then the same run (dedupe by preset, overrides,
+seed), e.g. the Comp. RL and Baseline arms of Fig. 3, 5, 9 and SDAE are
+seed 0 of Fig. 6's.
+
+quick: a check of the whole machinery in under an hour on 2 cores. Models
+are barely warm-started and train 2 RL steps, so its numbers say nothing
+about the method. full: the presets' own warm start and step counts.
+
+Time model (rough, for the ETA and the stated budgets; calibrated on 2
+cores: a process start with its JIT compiles ~40 s, a warm-start SFT step
+~0.6 s, an RL step ~30 s for 32 episodes at default sizes, an evaluation
+episode about as costly as a training one).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from experiments.figures.common import Arm, check_budget, override_value
+
+# Overrides shared by every arm of a budget (keys the presets all have).
+QUICK = ("train.steps=2", "train.eval_every=2", "train.checkpoint_every=2",
+         "train.tasks_per_step=2", "train.group_size=4", "env.num_eval_tasks=4",
+         "warm_start.demos=20", "warm_start.actor_steps=20", "warm_start.extractor_steps=10",
+         "experience.extractor_train_after=1", "experience.bank.train_batch_size=8")
+FULL: tuple[str, ...] = ()  # the presets as they are (train.steps, eval_every, warm start)
+
+SEEDS = {"quick": {"main": (0, 1, 2), "ablation": (0,)},
+         "full": {"main": (0, 1, 2), "ablation": (0, 1, 2)}}
+
+# Preset defaults the time model needs when an arm does not override them
+# (mirrors experiments/configs; only used for estimates).
+_DEFAULTS = {"train.steps": 30, "train.tasks_per_step": 8, "train.group_size": 4,
+             "train.eval_every": 10, "env.num_eval_tasks": 32, "warm_start.actor_steps": 300,
+             "warm_start.extractor_steps": 60, "warm_start.demos": 200}
+_STARTUP_S, _SFT_STEP_S, _DEMO_S, _EPISODE_S = 40.0, 0.6, 0.1, 30.0 / 32
+# Relative cost of an episode (turn cap and prompt length).
+_ENV_COST = {"alfworld_cpu": 1.0, "minihack_room_cpu": 1.2, "webshop_cpu": 0.5,
+             "multitask3_cpu": 0.9, "swe_cpu": 1.5}
+
+
+def base_overrides(budget: str) -> tuple[str, ...]:
+    return QUICK if check_budget(budget) == "quick" else FULL
+
+
+def seeds(budget: str, kind: str = "main") -> tuple[int, ...]:
+    return SEEDS[check_budget(budget)][kind]
+
+
+def _num(arm: Arm, key: str) -> float:
+    return float(override_value(arm, key, _DEFAULTS[key]))
+
+
+def estimate_s(arm: Arm) -> float:
+    """Seconds one arm should take on 2 cores (see the module docstring)."""
+    envs = override_value(arm, "env.names")
+    n_envs = (len(envs.split(",")) if envs else
+              3 if arm.preset.startswith("multitask3") else 1)
+    per_step = _num(arm, "train.tasks_per_step") * _num(arm, "train.group_size") * n_envs
+    mode = override_value(arm, "experience.mode", "comp_rl")
+    eval_modes = 1 if mode == "none" else 2
+    steps, every = _num(arm, "train.steps"), _num(arm, "train.eval_every")
+    evals = (1 + (steps // every if every else 0) + (1 if every and steps % every else 0)
+             if every else 0)
+    eval_eps = evals * eval_modes * _num(arm, "env.num_eval_tasks") * n_envs
+    sft = _num(arm, "warm_start.actor_steps") + (0 if mode == "none" else
+                                                 _num(arm, "warm_start.extractor_steps"))
+    episode = _EPISODE_S * _ENV_COST.get(arm.preset, 1.0)
+    return (_STARTUP_S + sft * _SFT_STEP_S + _num(arm, "warm_start.demos") * _DEMO_S
+            + (steps * per_step + eval_eps) * episode)
+
+
+def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), seed: int = 0,
+             mode: str = "comp_rl") -> Arm:
+    """The arm ``label`` of a figure: preset + budget overrides + ``extra``,
+    with experience.mode=``mode`` (an ``extra`` mode wins)."""
+    arm = Arm(label, preset, (*base_overrides(budget), f"experience.mode={mode}", *extra), seed)
+    return Arm(label, preset, arm.overrides, seed, estimate_s(arm))
+
+
+def comp_and_baseline(preset: str, budget: str, seed_list: Sequence[int],
+                      comp_label: str = "Comp. RL", base_label: str = "Baseline (GRPO)"):
+    """The two arms every figure compares against, on the shared settings."""
+    return ([make_arm(comp_label, preset, budget, seed=s) for s in seed_list],
+            [make_arm(base_label, preset, budget, seed=s, mode="none") for s in seed_list])

@@ -1,0 +1,57 @@
+"""The warm-start cache: arms of a comparison share one warm-started actor."""
+import os
+
+import jax
+import numpy as np
+import pytest
+
+from crl_jax import setup
+from crl_jax.config_tools import apply_overrides, load_preset
+from crl_jax.trainer import Trainer
+from crl_jax.warm_cache import warm_start_key
+from tests.trainer.test_runs import SMALL
+
+
+def _cfg(tmp_path, *extra):
+    return apply_overrides(load_preset("alfworld_cpu"), SMALL + [
+        f"warm_start.cache_dir={tmp_path / 'cache'}", "warm_start.actor_steps=3",
+        "rollout.max_turns=30", *extra])  # demos long enough to win
+
+
+def _leaves(params):
+    return [np.asarray(x) for x in jax.tree.leaves(params)]
+
+
+def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatch):
+    first = Trainer(_cfg(tmp_path), str(tmp_path / "a"))
+    first.manager.close()
+    key = warm_start_key(first.cfg)
+    entry = tmp_path / "cache" / key
+    assert sorted(os.listdir(entry)) == ["actor.npz", "extractor.npz", "losses.json", "tokenizer"]
+    assert len(first.warm_start_losses["actor"]) == 3
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the warm start ran although the cache holds it")
+
+    monkeypatch.setattr(setup, "supervised_warm_start", no_training)
+    for mode, out in (("comp_rl", "b"), ("none", "c")):  # the baseline shares the same entry
+        cfg = _cfg(tmp_path, f"experience.mode={mode}")
+        assert warm_start_key(cfg) == key
+        again = Trainer(cfg, str(tmp_path / out))
+        for x, y in zip(_leaves(again.actor.params), _leaves(first.actor.params)):
+            np.testing.assert_array_equal(x, y)
+        assert again.warm_start_losses["actor"] == pytest.approx(first.warm_start_losses["actor"])
+        assert again.tokenizer.encode("go to desk 1") == first.tokenizer.encode("go to desk 1")
+        if mode == "comp_rl":
+            for x, y in zip(_leaves(again.extractor.params), _leaves(first.extractor.params)):
+                np.testing.assert_array_equal(x, y)
+            again.manager.close()
+
+
+def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
+    base = warm_start_key(_cfg(tmp_path))
+    assert warm_start_key(_cfg(tmp_path, "train.seed=1")) != base
+    assert warm_start_key(_cfg(tmp_path, "warm_start.actor_steps=4")) != base
+    assert warm_start_key(_cfg(tmp_path, "rollout.obs_chars=100")) != base
+    assert warm_start_key(_cfg(tmp_path, "actor_optim.lr=0.1")) == base  # an RL setting
+    assert warm_start_key(_cfg(tmp_path, "train.steps=7")) == base
