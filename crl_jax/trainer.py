@@ -289,8 +289,11 @@ class Trainer:
                 tasks = src.tasks[: self.cfg.env.num_eval_tasks]
                 pool = self._eval_envs.setdefault(src.env_name, [src.make() for _ in tasks])
                 use = self.use_experience and frac > 0
-                eps += self.engine.play(pool, tasks, [use] * len(tasks),
-                                        self._retrieve if use else None, seed=12345)
+                got = self.engine.play(pool, tasks, [use] * len(tasks),
+                                       self._retrieve if use else None, seed=12345)
+                if len(self.eval_sources) > 1:  # mixtures: each environment's own numbers too
+                    out.update(batch_metrics(got, prefix=f"eval_{name}/{src.env_name}/"))
+                eps += got
             out.update(batch_metrics(eps, prefix=f"eval_{name}/"))
         return out
 

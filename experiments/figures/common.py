@@ -86,11 +86,15 @@ class Arm:
         digest = hashlib.sha1(json.dumps(self.key).encode()).hexdigest()[:10]
         return f"{self.preset}-s{self.seed}-{digest}"
 
-    def command(self, out_dir: str, resume: bool = False) -> list[str]:
+    def command(self, out_dir: str, resume: bool = False, warm_cache: str = "") -> list[str]:
+        """The run.py command line. ``warm_cache`` (warm_start.cache_dir) is a
+        place, not a setting, so it is not part of the arm's key: arms of one
+        setting and seed then start from the same warm-started models."""
         cmd = [sys.executable, RUN_SCRIPT, f"--config={self.preset}", f"--out_dir={out_dir}"]
         if resume:
             cmd.append("--resume")
-        return cmd + list(self.overrides) + [f"train.seed={self.seed}"]
+        cache = [f"warm_start.cache_dir={warm_cache}"] if warm_cache else []
+        return cmd + list(self.overrides) + cache + [f"train.seed={self.seed}"]
 
     def with_label(self, label: str) -> "Arm":
         return dataclasses.replace(self, label=label)
@@ -182,12 +186,15 @@ class ArmResult:
 
 
 def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
-            runner: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> ArmResult:
+            runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+            warm_cache: str | None = None) -> ArmResult:
     """Runs one arm in a subprocess unless its run directory already holds a
     finished metrics.jsonl. An unfinished run with a checkpoint is resumed
     (--resume); one without a checkpoint starts again with fresh metrics.
-    Output goes to <run dir>/run.log; <root>/<run name>.arm.json records the
-    arm, its command and every attempt's wall time."""
+    Warm starts are shared through <root>/warm_start_cache unless
+    ``warm_cache`` says otherwise ("" = none). Output goes to <run dir>/run.log;
+    <root>/<run name>.arm.json records the arm, its command and every
+    attempt's wall time."""
     out = run_dir(arm, root)
     if is_finished(arm, root):
         return ArmResult(arm, "skipped", 0.0, 0)
@@ -195,7 +202,9 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
     resume = has_checkpoint(out)
     if not resume and os.path.exists(os.path.join(out, METRICS)):
         os.remove(os.path.join(out, METRICS))  # rows of a run that died before its first checkpoint
-    cmd = arm.command(out, resume)
+    if warm_cache is None:
+        warm_cache = os.path.join(os.path.abspath(root), "warm_start_cache")
+    cmd = arm.command(out, resume, warm_cache)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.perf_counter()
     with open(os.path.join(out, "run.log"), "a", encoding="utf-8") as log:

@@ -86,7 +86,8 @@ def make(root: str, budget: str, out_dir: str) -> list[dict]:
                          PAPER_SUCCESS_RATIO[preset] if what == "train success" else ""])
             ratios[f"{preset}/{what}"] = r
     stem = os.path.join(out_dir, NAME)
-    plots.plot_curves(stem, "Fig. 6: success over training (mean over seeds, band min..max)", panels)
+    plots.plot_curves(stem, "Fig. 6: success over training (mean over seeds, band min..max)", panels,
+                      cols=2)
     table = {"caption": f"Final success (train: mean of the last {TRAIN_LAST_K} steps; eval: "
                         f"last evaluation). Cells: mean [min, max] over seeds.",
              "columns": ["env", "metric", COMP, BASE, "Comp. RL / Baseline", "paper"],

@@ -38,7 +38,8 @@ def make(root: str, budget: str, out_dir: str) -> list[dict]:
                          PAPER_FEWER[preset] if what == "train actions" else ""])
             ratios[f"{preset}/{what}"] = r
     stem = os.path.join(out_dir, NAME)
-    plots.plot_curves(stem, "Fig. 7: actions per episode (mean over seeds, band min..max)", panels)
+    plots.plot_curves(stem, "Fig. 7: actions per episode (mean over seeds, band min..max)", panels,
+                      cols=2)
     table = {"caption": "Final actions per episode; last column: Baseline / Comp. RL "
                         "(above 1 = Comp. RL takes fewer actions).",
              "columns": ["env", "metric", COMP, BASE, "Baseline / Comp. RL (fewer)", "paper"],

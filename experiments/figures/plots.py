@@ -15,9 +15,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 from experiments.figures.common import save_json  # noqa: E402
 
 
-def _grid(n: int) -> tuple[int, int]:
-    cols = min(n, 3)
+def _grid(n: int, cols: int = 3) -> tuple[int, int]:
+    cols = max(1, min(n, cols))
     return math.ceil(n / cols), cols
+
+
+def _colors(labels) -> dict[str, str]:
+    """One colour per label across all panels of a figure (first-seen order)."""
+    out: dict[str, str] = {}
+    for label in labels:
+        out.setdefault(label, f"C{len(out) % 10}")
+    return out
 
 
 def _finish(fig, stem: str, data: dict) -> dict:
@@ -29,19 +37,22 @@ def _finish(fig, stem: str, data: dict) -> dict:
     return data
 
 
-def plot_curves(stem: str, title: str, panels: Sequence[Mapping]) -> dict:
+def plot_curves(stem: str, title: str, panels: Sequence[Mapping], cols: int = 3) -> dict:
     """Line plots over training steps. Each panel: {"title", "ylabel", "series":
     {label: seed_curves(...)}}; a line is the mean over seeds, the band its min..max."""
     if not panels:
         raise ValueError(f"{stem}: no panels to plot")
-    rows, cols = _grid(len(panels))
+    rows, cols = _grid(len(panels), cols)
+    colors = _colors(label for p in panels for label in p["series"])
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         for label, c in panel["series"].items():
             n = len(c["seeds"])
-            line, = ax.plot(c["steps"], c["mean"], marker="o", ms=3, label=f"{label} (n={n})")
+            ax.plot(c["steps"], c["mean"], marker="o", ms=3, color=colors[label],
+                    label=f"{label} (n={n})")
             if n > 1:
-                ax.fill_between(c["steps"], c["min"], c["max"], color=line.get_color(), alpha=0.2)
+                ax.fill_between(c["steps"], c["min"], c["max"], color=colors[label], alpha=0.2)
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_title(panel["title"], fontsize=10)
         ax.set_xlabel(panel.get("xlabel", "RL step"))
         ax.set_ylabel(panel.get("ylabel", ""))
@@ -62,12 +73,13 @@ def plot_bars(stem: str, title: str, panels: Sequence[Mapping]) -> dict:
     if not panels:
         raise ValueError(f"{stem}: no panels to plot")
     rows, cols = _grid(len(panels))
+    colors = _colors(label for p in panels for label in p["bars"])
     fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 3.6 * rows), squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         labels = list(panel["bars"])
         for i, label in enumerate(labels):
             b = panel["bars"][label]
-            ax.bar(i, b["mean"], color=f"C{i % 10}", alpha=0.75)
+            ax.bar(i, b["mean"], color=colors[label], alpha=0.75)
             ax.errorbar(i, b["mean"], yerr=[[b["mean"] - b["min"]], [b["max"] - b["mean"]]],
                         color="black", capsize=3)
             seeds = list(b["per_seed"].values())

@@ -13,7 +13,10 @@ about the method. full: the presets' own warm start and step counts.
 Time model (rough, for the ETA and the stated budgets; calibrated on 2
 cores: a process start with its JIT compiles ~40 s, a warm-start SFT step
 ~0.6 s, an RL step ~30 s for 32 episodes at default sizes, an evaluation
-episode about as costly as a training one).
+episode about as costly as a training one). `reproduce.py --dry_run` prints
+the arms and the total: with the presets of this writing quick is 32 runs,
+~56 min, and full is 74 runs, ~41 h (3 seeds everywhere, the presets' 30
+steps; Table 1 and Fig. 9d's mixtures are the costliest per step).
 """
 from __future__ import annotations
 
@@ -25,8 +28,11 @@ from experiments.figures.common import Arm, check_budget, override_value
 QUICK = ("train.steps=2", "train.eval_every=2", "train.checkpoint_every=2",
          "train.tasks_per_step=2", "train.group_size=4", "env.num_eval_tasks=4",
          "warm_start.demos=20", "warm_start.actor_steps=20", "warm_start.extractor_steps=10",
-         "experience.extractor_train_after=1", "experience.bank.train_batch_size=8")
-FULL: tuple[str, ...] = ()  # the presets as they are (train.steps, eval_every, warm start)
+         "experience.extractor_train_after=1", "experience.bank.train_batch_size=8",
+         "experience.search_and_ask=false")
+# The presets as they are (steps, evaluation, warm start); search-and-ask
+# pinned off so that Fig. 5's "no search-and-ask" arm is Fig. 6's Comp. RL run.
+FULL: tuple[str, ...] = ("experience.search_and_ask=false",)
 
 SEEDS = {"quick": {"main": (0, 1, 2), "ablation": (0,)},
          "full": {"main": (0, 1, 2), "ablation": (0, 1, 2)}}

@@ -41,6 +41,9 @@ def test_cpu_preset_runs_two_steps(preset, tmp_path):
     assert "eval_with_exp/success" in last and "eval_no_exp/success" in last
     assert np.isfinite(last["actor/loss"]) and last["bank/size"] >= 0
     assert last["actor/updates"] == cfg.train.actor_mini_batches
+    if n_envs > 1:  # per-environment evaluation beside the pooled numbers
+        for env in cfg.env.names:
+            assert last[f"eval_no_exp/{env}/episodes"] == 2
     assert last["manager/episodes"] >= 1  # episodes reached the extractor
     assert os.path.isdir(tmp_path / "checkpoints" / "2")
     assert history[-1]["train/episodes"] == last["train/episodes"]

@@ -1,0 +1,73 @@
+"""A figure of named variants of one preset (pilot, ablations, SDAE, Fig. 9a/b):
+curves of success over training per variant, and a table of final values
+with each variant's ratio to a reference variant."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Sequence
+
+from experiments.figures import common, plots, settings
+from experiments.figures.script import attempt, fmt_finals, fmt_ratio, report
+
+# (metric key, how many last points make its final value, column title)
+FINALS = (("train/success", 3, "train success"),
+          ("eval_no_exp/success", 1, "eval, no exp."),
+          ("eval_with_exp/success", 1, "eval, with exp."))
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    label: str
+    mode: str = "comp_rl"  # experience.mode
+    extra: tuple[str, ...] = ()  # further overrides
+    paper: str = ""  # what the paper reports for it
+
+
+def variant_arms(preset: str, budget: str, variants: Sequence[Variant],
+                 kind: str = "ablation") -> list[common.Arm]:
+    return [settings.make_arm(v.label, preset, budget, v.extra, s, v.mode)
+            for v in variants for s in settings.seeds(budget, kind)]
+
+
+def variant_figure(name: str, title: str, preset: str, budget: str, root: str, out_dir: str,
+                   variants: Sequence[Variant], reference: str, kind: str = "ablation",
+                   finals=FINALS) -> dict:
+    """Draws <out_dir>/<name>.png/.json and returns its report."""
+    arms = variant_arms(preset, budget, variants, kind)
+    runs, notes = common.load_runs(arms, root)
+    panels, ratios = [], {}
+    for key, _, col in finals:
+        series = {}
+        for v in variants:
+            if key.startswith("eval_with_exp") and v.mode == "none":
+                continue  # a no-experience run has no with-experience evaluation
+            c = attempt(notes, f"{v.label} {key}", common.seed_curves, runs.get(v.label, {}), key)
+            if c:
+                series[v.label] = c
+        panels.append({"title": col, "ylabel": "success rate", "series": series})
+    ref_key, ref_k, ref_col = finals[0]
+    ref = attempt(notes, f"reference {reference}", common.seed_finals,
+                  runs.get(reference, {}), ref_key, ref_k)
+    rows = []
+    for v in variants:
+        cells = []
+        mine = None
+        for key, k, _ in finals:
+            if key.startswith("eval_with_exp") and v.mode == "none":
+                cells.append("-")
+                continue
+            f = attempt(notes, f"{v.label} {key}", common.seed_finals, runs.get(v.label, {}), key, k)
+            cells.append(fmt_finals(f))
+            if key == ref_key:
+                mine = f
+        r = common.ratio(mine, ref) if mine and ref else None
+        ratios[v.label] = r
+        rows.append([v.label, *cells, fmt_ratio(r), v.paper])
+    plots.plot_curves(os.path.join(out_dir, name), f"{title} ({preset}; mean over seeds, "
+                      f"band min..max)", panels)
+    table = {"caption": f"{preset}. Final values: mean [min, max] over seeds; ratio of "
+                        f"{ref_col} to {reference!r}.",
+             "columns": ["variant", *(c for _, _, c in finals), f"/ {reference}", "paper"],
+             "rows": rows}
+    return report(name, title, out_dir, [table], notes, ratios, arms, root)

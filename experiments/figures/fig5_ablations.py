@@ -1,0 +1,38 @@
+"""Fig. 5 ablations on MiniHack Room: the full system (merge + search-and-ask)
+against no merge and no search-and-ask (paper: removing either lowers success).
+The CPU presets run without search-and-ask, so "no search-and-ask" is Fig. 6's
+Comp. RL run and the full system turns it on.
+
+    python experiments/figures/fig5_ablations.py --budget=quick --root=runs/figures
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from experiments.figures.ablation import Variant, variant_arms, variant_figure  # noqa: E402
+from experiments.figures.fig6_success import BASE  # noqa: E402
+from experiments.figures.script import figure_main  # noqa: E402
+
+PRESET = "minihack_room_cpu"
+FULL_SYSTEM = "Comp. RL (merge + search-and-ask)"
+VARIANTS = (Variant(FULL_SYSTEM, extra=("experience.search_and_ask=true",), paper="best"),
+            Variant("No merge", extra=("experience.search_and_ask=true",
+                                       "experience.merge_every=0"), paper="lower"),
+            Variant("No search-and-ask", paper="lower"),  # the budgets pin it off
+            Variant(BASE, "none", paper="lowest"))
+
+
+def arms(budget: str):
+    return variant_arms(PRESET, budget, VARIANTS)
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    return [variant_figure("fig5_ablations", "Fig. 5: ablations of merge and search-and-ask",
+                           PRESET, budget, root, out_dir, VARIANTS, FULL_SYSTEM)]
+
+
+if __name__ == "__main__":
+    figure_main(sys.modules[__name__])

@@ -1,0 +1,80 @@
+"""Regenerates every figure and table of the paper at CPU scale, then docs/RESULTS.md.
+
+    python experiments/figures/reproduce.py --budget=quick [--root=runs/figures] [--only=fig6,table1]
+    python experiments/figures/reproduce.py --budget=full --dry_run   # arms and estimated time
+
+Arms of all scripts are collected and deduplicated (one run per preset,
+overrides and seed), run one after another (finished runs are skipped,
+unfinished ones resume from their checkpoint), then every script draws
+from the run directories.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from absl import app, flags  # noqa: E402
+
+from experiments.figures import common  # noqa: E402
+from experiments.figures.results_doc import write_results  # noqa: E402
+
+SCRIPTS = ("fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask", "fig9",
+           "fig5_ablations", "sdae")
+ALIASES = {"fig3": "fig3_pilot", "fig6": "fig6_success", "fig7": "fig7_actions",
+           "table1": "table1_multitask", "fig5": "fig5_ablations"}
+
+flags.DEFINE_enum("budget", "quick", list(common.BUDGETS), "run budget")
+flags.DEFINE_string("root", common.DEFAULT_ROOT, "directory of the run directories")
+flags.DEFINE_string("out", common.DEFAULT_OUT, "where the PNG and JSON go")
+flags.DEFINE_string("results", os.path.join(common.REPO, "docs", "RESULTS.md"), "results document")
+flags.DEFINE_list("only", [], f"scripts to make (default all): {', '.join(SCRIPTS)} or {sorted(ALIASES)}")
+flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
+flags.DEFINE_bool("dry_run", False, "list the arms with their estimated time and stop")
+flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
+FLAGS = flags.FLAGS
+
+
+def modules(only) -> list:
+    names = [ALIASES.get(n, n) for n in only] or list(SCRIPTS)
+    bad = [n for n in names if n not in SCRIPTS]
+    if bad:
+        raise ValueError(f"unknown scripts {bad}; valid: {SCRIPTS} or {sorted(ALIASES)}")
+    return [importlib.import_module(f"experiments.figures.{n}") for n in names]
+
+
+def collect_arms(mods, budget: str) -> list[common.Arm]:
+    return common.dedupe_arms(a for m in mods for a in m.arms(budget))
+
+
+def make_all(mods, root: str, budget: str, out_dir: str) -> list[dict]:
+    return [rep for m in mods for rep in m.make(root, budget, out_dir)]
+
+
+def main(argv):
+    del argv
+    mods = modules(FLAGS.only)
+    arms = collect_arms(mods, FLAGS.budget)
+    total_est = sum(a.est_s for a in arms)
+    print(f"{len(arms)} runs, estimated {total_est / 60:.0f} min on 2 cores "
+          f"(budget {FLAGS.budget})")
+    if FLAGS.dry_run:
+        for a in arms:
+            print(f"  {a.est_s / 60:5.1f} min  {a.run_name}  {a.label}  {' '.join(a.overrides)}")
+        return
+    start = time.perf_counter()
+    if not FLAGS.skip_runs:
+        common.run_arms(arms, FLAGS.root, FLAGS.timeout_s)
+    reports = make_all(mods, FLAGS.root, FLAGS.budget, FLAGS.out)
+    wall = time.perf_counter() - start
+    cmd = " ".join(["python", "experiments/figures/reproduce.py", *sys.argv[1:]])
+    write_results(FLAGS.results, reports, FLAGS.budget, cmd, wall,
+                  sum(v for v in common.wall_times(arms, FLAGS.root).values() if v == v))
+    print(f"wrote {FLAGS.results} ({len(reports)} figures) in {wall / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,35 @@
+"""Beyond the paper: SDAE (subtask-decomposed advantages, a reconstruction,
+PAPER.md section 3) on and off, with and without Complementary RL, on ALFWorld
+(whose environment defines the subtasks).
+
+    python experiments/figures/sdae.py --budget=quick --root=runs/figures
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from experiments.figures.ablation import Variant, variant_arms, variant_figure  # noqa: E402
+from experiments.figures.fig6_success import BASE, COMP  # noqa: E402
+from experiments.figures.script import figure_main  # noqa: E402
+
+PRESET = "alfworld_cpu"
+VARIANTS = (Variant(BASE, "none"),
+            Variant(BASE + " + SDAE", "none", ("advantages.sdae=true",)),
+            Variant(COMP),
+            Variant(COMP + " + SDAE", extra=("advantages.sdae=true",)))
+
+
+def arms(budget: str):
+    return variant_arms(PRESET, budget, VARIANTS)
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    return [variant_figure("sdae", "SDAE on/off, with and without Comp. RL", PRESET, budget,
+                           root, out_dir, VARIANTS, BASE)]
+
+
+if __name__ == "__main__":
+    figure_main(sys.modules[__name__])

@@ -1,0 +1,228 @@
+"""The figure machinery: aggregation against hand-computed values, arm
+dedupe, skipping finished runs, an end-to-end reproduce.py on fake run
+directories, and one real tiny arm through the subprocess path."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments.figures import common, reproduce, settings
+
+REPO = common.REPO
+
+
+def write_rows(directory, rows):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "metrics.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def rows_of(points, key="train/success"):
+    return [{"step": s, "time": 0.0, key: v} for s, v in points]
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def test_curves_over_seeds_use_common_steps_and_hand_computed_stats():
+    runs = {0: rows_of([(1, 0.0), (2, 0.5), (3, 1.0)]),
+            1: rows_of([(1, 0.2), (2, 0.1), (3, 0.4), (4, 0.9)]),  # step 4 only here: dropped
+            2: rows_of([(3, 0.1), (1, 0.4), (2, 0.3)])}  # unsorted input
+    c = common.seed_curves(runs, "train/success")
+    assert c["steps"] == [1, 2, 3]
+    assert c["mean"] == pytest.approx([0.2, 0.3, 0.5])
+    assert c["min"] == pytest.approx([0.0, 0.1, 0.1])
+    assert c["max"] == pytest.approx([0.4, 0.5, 1.0])
+    # population std of (0, .2, .4) = sqrt(((.2)^2 + 0 + (.2)^2) / 3)
+    assert c["std"][0] == pytest.approx(math.sqrt(0.08 / 3))
+    assert c["per_seed"]["2"] == pytest.approx([0.4, 0.3, 0.1])
+
+
+def test_final_value_is_mean_of_last_k_points_that_carry_the_key():
+    rows = rows_of([(0, 0.1), (1, 0.2), (2, 0.6), (3, 1.0)]) + [{"step": 4, "other": 1.0}]
+    assert common.final_value(rows, "train/success", 1) == pytest.approx(1.0)
+    assert common.final_value(rows, "train/success", 2) == pytest.approx(0.8)
+    assert common.final_value(rows, "train/success", 10) == pytest.approx(0.475)
+    with pytest.raises(ValueError, match="last_k"):
+        common.final_value(rows, "train/success", 0)
+
+
+def test_ratio_pairs_seeds_and_reports_ratio_of_means():
+    num = common.seed_finals({0: rows_of([(1, 0.4)]), 1: rows_of([(1, 0.6)])}, "train/success")
+    den = common.seed_finals({0: rows_of([(1, 0.2)]), 1: rows_of([(1, 0.6)]),
+                              7: rows_of([(1, 0.1)])}, "train/success")
+    assert den["mean"] == pytest.approx(0.3) and den["min"] == 0.1 and den["n"] == 3
+    r = common.ratio(num, den)
+    assert r["ratio_of_means"] == pytest.approx(0.5 / 0.3)
+    assert r["per_seed"] == {"0": pytest.approx(2.0), "1": pytest.approx(1.0)}
+    assert r["mean"] == pytest.approx(1.5) and (r["min"], r["max"]) == (1.0, 2.0)
+    zero = common.seed_finals({0: rows_of([(1, 0.0)])}, "train/success")
+    assert math.isinf(common.ratio(num, zero)["ratio_of_means"])
+    assert math.isnan(common.ratio(zero, zero)["ratio_of_means"])
+
+
+def test_missing_key_names_the_key_and_the_keys_present():
+    with pytest.raises(KeyError, match=r"eval_no_exp/success.*train/success"):
+        common.seed_curves({0: rows_of([(1, 0.5)])}, "eval_no_exp/success")
+    with pytest.raises(ValueError, match="no runs"):
+        common.seed_finals({}, "train/success")
+
+
+# --------------------------------------------------------------------------- arms
+
+
+def test_arms_dedupe_by_preset_overrides_and_seed_not_label():
+    a = common.Arm("Comp. RL", "alfworld_cpu", ("train.steps=2", "experience.mode=none"), 0)
+    b = common.Arm("Baseline", "alfworld_cpu", ("experience.mode=comp_rl", "train.steps=2",
+                                                "experience.mode=none"), 0)  # last wins
+    c = common.Arm("Baseline", "alfworld_cpu", ("experience.mode=none", "train.steps=2"), 1)
+    assert a.key == b.key and a.run_name == b.run_name and a.run_name != c.run_name
+    assert [x.label for x in common.dedupe_arms([a, b, c])] == ["Comp. RL", "Baseline"]
+    with pytest.raises(ValueError, match="seed"):
+        common.Arm("x", "alfworld_cpu", ("train.seed=3",))
+    with pytest.raises(ValueError, match="key.sub=value"):
+        common.Arm("x", "alfworld_cpu", ("train.steps",))
+
+
+def test_figures_share_runs_with_fig6():
+    mods = reproduce.modules([])
+    arms = reproduce.collect_arms(mods, "quick")
+    from experiments.figures import fig3_pilot, fig6_success
+    fig6 = {a.key for a in fig6_success.arms("quick")}
+    fig3 = {a.key for a in fig3_pilot.arms("quick")}
+    assert len(fig3 & fig6) == 2  # Baseline and Comp. RL on MiniHack Room, seed 0
+    assert len(arms) == len({a.key for a in arms})
+    assert sum(a.est_s for a in arms) < 3600  # the stated quick budget
+
+
+# --------------------------------------------------------------------------- skip / resume
+
+
+class FakeRunner:
+    """Stands in for subprocess.run: records commands, writes metrics up to a step."""
+
+    def __init__(self, upto):
+        self.calls, self.upto = [], upto
+
+    def __call__(self, cmd, **kw):
+        self.calls.append(cmd)
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        write_rows(out, rows_of([(s, 0.5) for s in range(self.upto + 1)]))
+        return subprocess.CompletedProcess(cmd, 0)
+
+
+def test_run_arm_skips_finished_resumes_checkpointed_restarts_others(tmp_path):
+    root = str(tmp_path)
+    arm = common.Arm("x", "alfworld_cpu", ("train.steps=3",), 0)
+    out = common.run_dir(arm, root)
+    write_rows(out, rows_of([(0, 0.0), (1, 0.1)]))  # died at step 1, no checkpoint
+    runner = FakeRunner(3)
+    res = common.run_arm(arm, root, runner=runner)
+    assert res.status == "done" and "--resume" not in runner.calls[0]
+    assert runner.calls[0][-1] == "train.seed=0" and "--config=alfworld_cpu" in runner.calls[0]
+    cache = f"warm_start.cache_dir={os.path.join(root, 'warm_start_cache')}"
+    assert cache in runner.calls[0]
+    assert common.run_arm(arm, root, runner=runner).status == "skipped"
+    assert len(runner.calls) == 1
+    arm2 = common.Arm("y", "alfworld_cpu", ("train.steps=4",), 1)
+    out2 = common.run_dir(arm2, root)
+    write_rows(out2, rows_of([(0, 0.0), (1, 0.1), (2, 0.2)]))
+    os.makedirs(os.path.join(out2, "checkpoints", "2"))
+    short = FakeRunner(3)  # the run stops early: recorded as failed
+    assert common.run_arm(arm2, root, runner=short).status == "failed"
+    assert "--resume" in short.calls[0]
+    record = common.load_record(arm2, root)
+    assert record["finished"] is False and record["attempts"][0]["resumed"] is True
+    assert common.run_arm(arm2, root, runner=FakeRunner(4)).status == "done"
+    record = common.load_record(arm2, root)
+    assert len(record["attempts"]) == 2 and record["finished"] is True
+    assert record["wall_s"] == pytest.approx(sum(a["wall_s"] for a in record["attempts"]))
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def fake_rows(arm):
+    """Known values: success 0.2 + 0.1 seed (baseline) or 0.3 + 0.1 seed (any
+    experience mode); actions 10 (baseline) / 5; timing 2 s (+1 s with experience)."""
+    mode = common.override_value(arm, "experience.mode")
+    exp = mode != "none"
+    s = (0.3 if exp else 0.2) + 0.1 * arm.seed
+    steps = int(common.override_value(arm, "train.steps"))
+    envs = ("MiniHack-Room-Ultimate-5x5-v0", "webshop", "alfworld")
+    rows = []
+    for step in range(steps + 1):
+        r = {"step": step, "time": 0.0}
+        if step:
+            r.update({"train/success": s, "train/actions": 5.0 if exp else 10.0,
+                      "train/actions_when_won": 4.0, "time/rollout": 3.0 if exp else 2.0})
+        if step in (0, steps):
+            r.update({"eval_no_exp/success": s, "eval_no_exp/actions": 7.0})
+            if exp:
+                r.update({"eval_with_exp/success": s + 0.05, "eval_with_exp/actions": 6.0})
+            if arm.preset == "multitask3_cpu":
+                r.update({f"eval_no_exp/{e}/success": s for e in envs})
+        rows.append(r)
+    return rows
+
+
+def test_reproduce_end_to_end_on_fake_runs(tmp_path):
+    root, out = tmp_path / "runs", tmp_path / "out"
+    results = tmp_path / "docs" / "RESULTS.md"
+    mods = reproduce.modules([])
+    for arm in reproduce.collect_arms(mods, "quick"):
+        write_rows(common.run_dir(arm, str(root)), fake_rows(arm))
+    cmd = [sys.executable, os.path.join(REPO, "experiments", "figures", "reproduce.py"),
+           "--budget=quick", f"--root={root}", f"--out={out}", f"--results={results}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    names = ["fig3a_pilot_experience", "fig3b_pilot_advantages", "fig6_success", "fig7_actions",
+             "table1_multitask", "fig9a_extractor", "fig9b_self_distillation", "fig9c_latency",
+             "fig9d_task_scaling", "fig5_ablations", "sdae"]
+    for n in names:
+        assert (out / f"{n}.png").stat().st_size > 1000
+    fig6 = json.loads((out / "fig6_success.json").read_text())
+    alf = next(p for p in fig6["panels"] if p["title"] == "ALFWorld: training batch")
+    assert alf["series"]["Comp. RL"]["mean"] == pytest.approx([0.4, 0.4])
+    assert alf["series"]["Baseline (GRPO)"]["min"] == pytest.approx([0.2, 0.2])
+    lat = json.loads((out / "fig9c_latency.json").read_text())
+    assert lat["series"]["with experience pipeline"] == {"x": [8, 32], "y": [3.0, 3.0]}
+    text = results.read_text()
+    for n in names:
+        assert f"../out/{n}.png" in text
+    # success ratio of means: (0.3+0.4+0.5)/3 / ((0.2+0.3+0.4)/3); actions 10/5
+    assert "| ALFWorld | 1.33x (seeds 1.50, 1.33, 1.25) |" in text
+    headline = text.split("## Headline")[1].split("##")[0]
+    assert "| 2.00x (seeds 2.00, 2.00, 2.00) | 2x |" in headline
+    assert "TODO(lead)" in text and "## Reading" in text
+    # Table 1 runs one seed at quick (seed 0: 0.3); per-env keys only without experience
+    assert "| Comp. RL (eval without) | 0.30 (0.75) | 0.30 (0.84) | 0.30 (0.74) | 0.30 (0.78) |" in text
+    assert "| Comp. RL (eval with exp.) | n/a (0.78) | n/a (0.87) | n/a (0.82) | 0.35 (0.82) |" in text
+    fig6_section = text.split("## Fig. 6")[1].split("## Fig. 7")[0]
+    assert "Missing data" not in fig6_section
+
+
+# --------------------------------------------------------------------------- a real run
+
+
+def test_one_real_tiny_arm_through_the_subprocess(tmp_path):
+    arm = common.Arm("tiny", "minihack_room_cpu",
+                     ("train.steps=1", "warm_start.actor_steps=2", "warm_start.demos=6",
+                      "rollout.max_turns=3", "env.num_eval_tasks=2", "train.tasks_per_step=2",
+                      "train.group_size=2", "warm_start.vocab_size=400", "experience.mode=none",
+                      "train.eval_every=0", "train.checkpoint_every=0"), seed=0)
+    res = common.run_arm(arm, str(tmp_path), timeout_s=300)
+    log = os.path.join(common.run_dir(arm, str(tmp_path)), "run.log")
+    assert res.status == "done", open(log).read()[-3000:]
+    rows = common.read_rows(os.path.join(common.run_dir(arm, str(tmp_path)), "metrics.jsonl"))
+    assert [r["step"] for r in rows] == [1]
+    assert rows[0]["train/episodes"] == 4  # 2 tasks x group 2
+    assert common.load_record(arm, str(tmp_path))["finished"] is True
+    assert common.run_arm(arm, str(tmp_path)).status == "skipped"
+    assert os.listdir(tmp_path / "warm_start_cache")  # the warm start was stored for other arms
