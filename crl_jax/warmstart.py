@@ -72,9 +72,16 @@ def extractor_response(entry: str | None) -> str:
     return json.dumps([{"op": "add", "entry": entry}])
 
 
-def _wrong_action(action: str, pool: Sequence[str], rng: np.random.Generator) -> str:
-    """A plausible mistake: another demo's action, or this one with a wrong number."""
-    if rng.random() < 0.5 and any(ch.isdigit() for ch in action):
+def _wrong_action(action: str, later: Sequence[str], pool: Sequence[str],
+                  rng: np.random.Generator) -> str:
+    """A plausible mistake: a later action of the same demonstration taken too
+    early (the commonest error of a weak actor, e.g. taking the target before
+    reaching it), this action with a wrong number, or another demo's action."""
+    u = rng.random()
+    premature = [a for a in later if a != action]
+    if u < 1 / 3 and premature:
+        return premature[int(rng.integers(len(premature)))]
+    if u < 2 / 3 and any(ch.isdigit() for ch in action):
         return "".join(str(int(rng.integers(1, 10))) if ch.isdigit() else ch for ch in action)
     return pool[int(rng.integers(len(pool)))]
 
@@ -108,7 +115,8 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
             first = d.observations[0] if show_first_observation and t > 0 else ""
             views = [prompts.TurnView(d.goal, d.observations[t], hist, experience, listed, first)]
             if history and rng.random() < recovery_fraction:
-                miss = (_wrong_action(action, all_actions, rng), "Nothing happens.")
+                miss = (_wrong_action(action, d.actions[t + 1:], all_actions, rng),
+                        "Nothing happens.")
                 views.append(prompts.TurnView(d.goal, d.observations[t],
                                               (hist + (miss,))[-history:], experience, listed,
                                               d.observations[0] if show_first_observation else ""))
