@@ -38,7 +38,25 @@ def turn_advantages(episodes: Sequence[Episode], spec: AdvantageSpec) -> list[np
     turn_adv = [np.full(max(1, len(e.turns)), a, np.float32) for e, a in zip(episodes, adv)]
     if spec.sdae:
         turn_adv = _with_sdae(episodes, turn_adv, spec, task_ids, guided)
+    if spec.turn_weighting == "episode":
+        turn_adv = episode_balanced(turn_adv)
     return turn_adv
+
+
+def episode_balanced(turn_adv: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Scales episode i's per-turn advantages by mean_T / T_i.
+
+    Training samples are step-level (one per turn), so under a per-sample
+    mean every turn weighs the same and an episode weighs in proportion to
+    its length: long failed episodes (run to the turn cap) then outweigh
+    short successful ones, and the update mostly pushes sampled tokens down,
+    which raises entropy and invalid actions. With this scaling each episode
+    carries the same total weight, as one trajectory-level sequence does under
+    the paper's seq-mean aggregation (PPO-clip is positively homogeneous in A,
+    so the scale can live in the advantage)."""
+    lengths = np.array([len(a) for a in turn_adv], np.float64)
+    mean_len = lengths.mean() if len(lengths) else 1.0
+    return [(a * (mean_len / n)).astype(np.float32) for a, n in zip(turn_adv, lengths)]
 
 
 def _with_sdae(episodes, turn_adv, spec, task_ids, guided):

@@ -91,6 +91,10 @@ class AdvantageSpec:
     sdae_mix: float = 0.5  # weight of the SDAE term against the outcome advantage
     success_reward: float = 1.0
     failure_reward: float = 0.0  # ALFWorld paper setting: -1
+    # Step-level samples: "episode" gives every episode the same total weight
+    # (as a whole trajectory under seq-mean aggregation); "turn" weighs each
+    # turn equally, so long episodes count more (episode_stats.episode_balanced).
+    turn_weighting: str = "episode"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +152,9 @@ class RunConfig:
             raise ValueError(f"advantages.mode={self.advantages.mode!r}; valid: {ADVANTAGE_MODES}")
         if self.train.group_size < 2:
             raise ValueError("train.group_size must be >= 2 (group-relative advantages)")
+        if self.advantages.turn_weighting not in ("episode", "turn"):
+            raise ValueError(f"advantages.turn_weighting={self.advantages.turn_weighting!r}; "
+                             "valid: episode, turn")
         if self.train.actor_mini_batches < 1 or self.train.actor_epochs < 1:
             raise ValueError("train.actor_mini_batches and train.actor_epochs must be >= 1")
         if self.env.room_size not in ("full", "small"):

@@ -36,7 +36,9 @@ def warm_start_key(cfg) -> str:
     r = cfg.rollout
     parts = {
         "actor": config_to_dict(cfg.actor), "extractor": config_to_dict(cfg.extractor),
-        "env": config_to_dict(cfg.env),
+        # evaluation settings do not shape the warm start
+        "env": {k: v for k, v in config_to_dict(cfg.env).items()
+                if k not in ("num_eval_tasks", "eval_split")},
         "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
         "warm_start": {k: v for k, v in config_to_dict(cfg.warm_start).items() if k != "cache_dir"},
         "seed": cfg.train.seed, "version": 2,  # bump when the warm-start data changes

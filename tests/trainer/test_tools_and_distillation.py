@@ -104,3 +104,18 @@ def test_sdae_gives_partial_progress_credit_per_turn():
     # turns up to the locate event than the failure without progress.
     assert sdae[1][:2].sum() > sdae[2][:2].sum()
     assert np.isfinite(np.concatenate(sdae)).all()
+
+
+def test_episode_weighting_gives_every_episode_the_same_total_weight():
+    # A short win (2 turns) and a long failure (6 turns) of one task, GRPO with
+    # the mean only: episode advantages +0.5 and -0.5 (hand-computed).
+    eps = [_episode(0, False, True, [(), ("place",)]), _episode(0, False, False, [()] * 6)]
+    spec = dict(mode="grpo", normalize_std=False)
+    per_turn = turn_advantages(eps, AdvantageSpec(**spec, turn_weighting="turn"))
+    balanced = turn_advantages(eps, AdvantageSpec(**spec, turn_weighting="episode"))
+    assert np.allclose(per_turn[0], 0.5) and np.allclose(per_turn[1], -0.5)
+    # Per turn, the failure outweighs the win 3:1; balanced (scale mean_len / T
+    # with mean_len = 4), each episode's turns sum to +-2.
+    assert np.isclose(per_turn[0].sum(), 1.0) and np.isclose(per_turn[1].sum(), -3.0)
+    assert np.allclose(balanced[0], 1.0) and np.allclose(balanced[1], -1.0 / 3)
+    assert np.isclose(balanced[0].sum(), 2.0) and np.isclose(balanced[1].sum(), -2.0)

@@ -55,3 +55,4 @@ def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
     assert warm_start_key(_cfg(tmp_path, "rollout.obs_chars=100")) != base
     assert warm_start_key(_cfg(tmp_path, "actor_optim.lr=0.1")) == base  # an RL setting
     assert warm_start_key(_cfg(tmp_path, "train.steps=7")) == base
+    assert warm_start_key(_cfg(tmp_path, "env.num_eval_tasks=5")) == base
