@@ -40,6 +40,12 @@ def turn_advantages(episodes: Sequence[Episode], spec: AdvantageSpec) -> list[np
         turn_adv = _with_sdae(episodes, turn_adv, spec, task_ids, guided)
     if spec.turn_weighting == "episode":
         turn_adv = episode_balanced(turn_adv)
+    if spec.negative_weight != 1.0:
+        # Weighted REINFORCE: a weak actor's failed episodes are mostly sensible
+        # moves, and pushing all their tokens down spreads mass onto invalid
+        # text; scaling negatives by lambda < 1 keeps the update led by wins.
+        turn_adv = [np.where(a < 0, a * spec.negative_weight, a).astype(np.float32)
+                    for a in turn_adv]
     return turn_adv
 
 

@@ -95,6 +95,9 @@ class AdvantageSpec:
     # (as a whole trajectory under seq-mean aggregation); "turn" weighs each
     # turn equally, so long episodes count more (episode_stats.episode_balanced).
     turn_weighting: str = "episode"
+    # Scale of negative advantages (1 = GRPO as in the paper; < 1 = weighted
+    # REINFORCE, which keeps small actors with few wins from drifting).
+    negative_weight: float = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,6 +158,8 @@ class RunConfig:
         if self.advantages.turn_weighting not in ("episode", "turn"):
             raise ValueError(f"advantages.turn_weighting={self.advantages.turn_weighting!r}; "
                              "valid: episode, turn")
+        if not 0.0 <= self.advantages.negative_weight <= 1.0:
+            raise ValueError("advantages.negative_weight must be in [0, 1]")
         if self.train.actor_mini_batches < 1 or self.train.actor_epochs < 1:
             raise ValueError("train.actor_mini_batches and train.actor_epochs must be >= 1")
         if self.env.room_size not in ("full", "small"):

@@ -119,3 +119,12 @@ def test_episode_weighting_gives_every_episode_the_same_total_weight():
     assert np.isclose(per_turn[0].sum(), 1.0) and np.isclose(per_turn[1].sum(), -3.0)
     assert np.allclose(balanced[0], 1.0) and np.allclose(balanced[1], -1.0 / 3)
     assert np.isclose(balanced[0].sum(), 2.0) and np.isclose(balanced[1].sum(), -2.0)
+
+
+def test_negative_weight_scales_only_negative_advantages():
+    eps = [_episode(0, False, True, [(), ("place",)]), _episode(0, False, False, [()] * 2)]
+    spec = dict(mode="grpo", normalize_std=False)
+    full = turn_advantages(eps, AdvantageSpec(**spec))
+    tenth = turn_advantages(eps, AdvantageSpec(**spec, negative_weight=0.1))
+    assert np.allclose(full[0], 0.5) and np.allclose(full[1], -0.5)
+    assert np.allclose(tenth[0], 0.5) and np.allclose(tenth[1], -0.05)
