@@ -58,6 +58,8 @@ def test_resume_after_crash_equals_uninterrupted_run(tmp_path, monkeypatch):
              "train.eval_every=0"]
     full = Trainer(_config("alfworld_cpu", tmp_path / "full", extra), str(tmp_path / "full"))
     full.run()
+    with pytest.raises(FileExistsError, match="--resume"):  # a finished run is not overwritten
+        full.run()
     want = read_metrics(str(tmp_path / "full" / "metrics.jsonl"))
     want_params = jax.tree.map(np.asarray, full.actor.params)
 
@@ -91,14 +93,6 @@ def test_resume_after_crash_equals_uninterrupted_run(tmp_path, monkeypatch):
 def test_unknown_override_lists_valid_keys(tmp_path):
     with pytest.raises(ValueError, match="steps"):
         _config("alfworld_cpu", tmp_path, ["train.stepz=3"])
-
-
-def test_existing_run_needs_resume(tmp_path):
-    cfg = _config("alfworld_cpu", tmp_path, ["experience.mode=none", "train.steps=2",
-                                             "train.eval_every=0"])
-    Trainer(cfg, str(tmp_path)).run()
-    with pytest.raises(FileExistsError, match="--resume"):
-        Trainer(cfg, str(tmp_path)).run()
 
 
 def test_background_failure_stops_the_run_with_the_error(tmp_path, monkeypatch):
