@@ -162,7 +162,8 @@ class RunConfig:
             raise ValueError("advantages.negative_weight must be in [0, 1]")
         if self.train.actor_mini_batches < 1 or self.train.actor_epochs < 1:
             raise ValueError("train.actor_mini_batches and train.actor_epochs must be >= 1")
-        if self.env.room_size not in ("full", "small"):
-            raise ValueError(f"env.room_size={self.env.room_size!r}; valid: full, small")
+        from crl_jax.envs.alfworld_generator import ROOM_SIZES
+        if self.env.room_size not in ROOM_SIZES:
+            raise ValueError(f"env.room_size={self.env.room_size!r}; valid: {ROOM_SIZES}")
         if not 0.0 <= self.experience.guided_fraction <= 1.0:
             raise ValueError("experience.guided_fraction must be in [0, 1]")

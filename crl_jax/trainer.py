@@ -123,9 +123,8 @@ class Trainer:
         # mode, so all arms of a comparison can share one warm start (the
         # no-experience baseline simply never sees an "exp:" line later).
         rng = np.random.default_rng(cfg.train.seed + 7)
-        cache, learners = self.warm_cache, {"actor": self.actor}
-        if self.use_experience and not cfg.extractor.checkpoint:
-            learners["extractor"] = self.extractor
+        cache = self.warm_cache
+        trained = {}  # name -> learner trained here (not loaded from the cache)
         with self.timings.time("warm_start"):
             if cache and cache.has("actor"):
                 self.actor.params = load_leaves(self.actor.params, os.path.join(cache.path, "actor.npz"))
@@ -136,19 +135,21 @@ class Trainer:
                 self.warm_start_losses["actor"] = setup.supervised_warm_start(
                     self.actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
                     self.tokenizer.pad_id, rng, "actor")
-            if "extractor" in learners and cache and cache.has("extractor"):
-                self.extractor.params = load_leaves(self.extractor.params,
-                                                    os.path.join(cache.path, "extractor.npz"))
-            elif "extractor" in learners:
-                samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer)
-                self.warm_start_losses["extractor"] = setup.supervised_warm_start(
-                    self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
-                    self.ext_tokenizer.pad_id, rng, "extractor")
+                trained["actor"] = self.actor
+            if self.use_experience and not cfg.extractor.checkpoint:
+                if cache and cache.has("extractor"):
+                    self.extractor.params = load_leaves(self.extractor.params,
+                                                        os.path.join(cache.path, "extractor.npz"))
+                else:
+                    samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer)
+                    self.warm_start_losses["extractor"] = setup.supervised_warm_start(
+                        self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
+                        self.ext_tokenizer.pad_id, rng, "extractor")
+                    trained["extractor"] = self.extractor
             if cache:
-                fresh = {k: learners[k].params for k in self.warm_start_losses}
-                if fresh:
-                    cache.store(os.path.join(self.out_dir, "tokenizer"), fresh,
-                                self.warm_start_losses)
+                if trained:
+                    cache.store(os.path.join(self.out_dir, "tokenizer"),
+                                {k: v.params for k, v in trained.items()}, self.warm_start_losses)
                 self.warm_start_losses = {**cache.losses(), **self.warm_start_losses}
         log.info("warm start: %s", {k: (round(v[0], 3), round(v[-1], 3))
                                     for k, v in self.warm_start_losses.items() if v})
@@ -225,8 +226,9 @@ class Trainer:
         t = self.cfg.train
         sums, n = {}, 0
         for _ in range(t.actor_epochs):
-            order = self.rng.permutation(len(samples)) if t.actor_mini_batches > 1 else range(len(samples))
-            chunks = np.array_split(np.asarray(list(order)), min(t.actor_mini_batches, len(samples)))
+            order = (self.rng.permutation(len(samples)) if t.actor_mini_batches > 1
+                     else np.arange(len(samples)))
+            chunks = np.array_split(order, min(t.actor_mini_batches, len(samples)))
             for chunk in chunks:
                 packed = pack_samples([samples[i] for i in chunk], self.tokenizer.pad_id,
                                       self.cfg.actor_optim.micro_batch)

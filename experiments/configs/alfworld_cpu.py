@@ -3,7 +3,8 @@ procedurally generated games (no downloaded data or checkpoints needed).
 
 Budget arithmetic (2 cores): the actor is a d=128, 2-layer decoder over a
 1,024-token vocabulary fitted to the game text. Games are small rooms
-(env.room_size=small: ~8 receptacles, the expert needs 7-11 actions), all
+(env.room_size=small: ~8 receptacles, the expert needs 5.5-11 actions on
+average per task type), all
 six task types. A compact prompt (goal, the room's first description, two
 history lines, the observation and the non-navigation actions) is ~200
 tokens and an action ~6 tokens. Warm start: 200 expert games, 500 SFT steps

@@ -69,31 +69,47 @@ def curve_panels(runs: dict, notes: list, title: str, train_key: str, eval_key: 
             {"title": f"{title}: held-out eval", "ylabel": ylabel, "series": held}]
 
 
-def make(root: str, budget: str, out_dir: str) -> list[dict]:
+def comparison_figure(root: str, budget: str, out_dir: str, *, name: str, heading: str,
+                      curve_keys: tuple[str, str], ylabel: str, metrics, paper: dict,
+                      caption: str, ratio_column: str, base_over_comp: bool = False) -> list[dict]:
+    """Comp. RL vs the baseline on Fig. 6's runs: curve panels per environment
+    and a table of final values. ``metrics`` rows are (what, Comp. RL key,
+    baseline key, last K); the ratio is Comp. RL / baseline, or baseline /
+    Comp. RL with ``base_over_comp``; the paper's value goes on the first row."""
     panels, rows, notes, ratios = [], [], [], {}
     for preset in presets(budget):
         title = ENV_TITLES[preset]
         runs, missing = common.load_runs(arms_for(preset, budget), root)
         notes += missing
-        panels += curve_panels(runs, notes, title, "train/success", "SPLIT/success", "success rate")
-        for what, nk, dk, k in (("train success", "train/success", "train/success", TRAIN_LAST_K),
-                                ("eval success, no exp. at test", "eval_no_exp/success",
-                                 "eval_no_exp/success", EVAL_LAST_K),
-                                ("eval success, Comp. RL with exp.", "eval_with_exp/success",
-                                 "eval_no_exp/success", EVAL_LAST_K)):
-            num, den, r = compare(runs, notes, title, nk, dk, k)
-            rows.append([title, what, fmt_finals(num), fmt_finals(den), fmt_ratio(r),
-                         PAPER_SUCCESS_RATIO[preset] if what == "train success" else ""])
+        panels += curve_panels(runs, notes, title, *curve_keys, ylabel)
+        for i, (what, comp_key, base_key, k) in enumerate(metrics):
+            if base_over_comp:
+                base_f, comp_f, r = compare(runs, notes, title, base_key, comp_key, k, BASE, COMP)
+            else:
+                comp_f, base_f, r = compare(runs, notes, title, comp_key, base_key, k)
+            rows.append([title, what, fmt_finals(comp_f), fmt_finals(base_f), fmt_ratio(r),
+                         paper[preset] if i == 0 else ""])
             ratios[f"{preset}/{what}"] = r
-    stem = os.path.join(out_dir, NAME)
-    plots.plot_curves(stem, "Fig. 6: success over training (mean over seeds, band min..max)", panels,
-                      cols=2)
-    table = {"caption": f"Final success (train: mean of the last {TRAIN_LAST_K} steps; eval: "
-                        f"last evaluation). Cells: mean [min, max] over seeds.",
-             "columns": ["env", "metric", COMP, BASE, "Comp. RL / Baseline", "paper"],
+    plots.plot_curves(os.path.join(out_dir, name),
+                      f"{heading} (mean over seeds, band min..max)", panels, cols=2)
+    table = {"caption": caption, "columns": ["env", "metric", COMP, BASE, ratio_column, "paper"],
              "rows": rows}
-    return [report(NAME, "Fig. 6: success over training", out_dir, [table], notes, ratios,
-                   arms(budget), root)]
+    return [report(name, heading, out_dir, [table], notes, ratios, arms(budget), root)]
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    return comparison_figure(
+        root, budget, out_dir, name=NAME, heading="Fig. 6: success over training",
+        curve_keys=("train/success", "SPLIT/success"), ylabel="success rate",
+        metrics=(("train success", "train/success", "train/success", TRAIN_LAST_K),
+                 ("eval success, no exp. at test", "eval_no_exp/success", "eval_no_exp/success",
+                  EVAL_LAST_K),
+                 ("eval success, Comp. RL with exp.", "eval_with_exp/success",
+                  "eval_no_exp/success", EVAL_LAST_K)),
+        paper=PAPER_SUCCESS_RATIO,
+        caption=f"Final success (train: mean of the last {TRAIN_LAST_K} steps; eval: last "
+                f"evaluation). Cells: mean [min, max] over seeds.",
+        ratio_column="Comp. RL / Baseline")
 
 
 if __name__ == "__main__":
