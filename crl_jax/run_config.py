@@ -98,6 +98,11 @@ class AdvantageSpec:
     # Scale of negative advantages (1 = GRPO as in the paper; < 1 = weighted
     # REINFORCE, which keeps small actors with few wins from drifting).
     negative_weight: float = 1.0
+    # Per-turn shaping for small actors (not in the paper; 0 = off): a turn
+    # whose action the environment rejected gets c * (v - mean v) added, with
+    # v = -1 on rejected turns and 0 otherwise, the mean over the batch's turns
+    # (episode_stats.invalid_action_term). A rejected action only wastes a turn.
+    invalid_action_penalty: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +114,10 @@ class WarmStartSpec:
     extractor_lr: float = 3e-3
     batch: int = 32
     recovery_fraction: float = 0.2  # demo turns duplicated with a rejected action in history
+    # Copies of each decisive (non-navigation) demo turn. Navigation is most of
+    # an expert's turns, so a tiny actor learns "go to" first and walks past a
+    # visible target; repeating take/open/move/... turns balances the decisions.
+    decision_repeat: int = 1
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
     # Reuse warm starts across runs of the same setting (crl_jax/warm_cache.py);
     # "" = always train. Arms of a comparison then share one warm-started actor.
@@ -160,6 +169,8 @@ class RunConfig:
                              "valid: episode, turn")
         if not 0.0 <= self.advantages.negative_weight <= 1.0:
             raise ValueError("advantages.negative_weight must be in [0, 1]")
+        if self.advantages.invalid_action_penalty < 0:
+            raise ValueError("advantages.invalid_action_penalty must be >= 0")
         if self.train.actor_mini_batches < 1 or self.train.actor_epochs < 1:
             raise ValueError("train.actor_mini_batches and train.actor_epochs must be >= 1")
         from crl_jax.envs.alfworld_generator import ROOM_SIZES

@@ -131,7 +131,8 @@ class Trainer:
             else:
                 samples = warmstart.actor_sft_samples(
                     demos, self.tokenizer, cfg.rollout.history, rng, 0.5, cfg.rollout.list_actions,
-                    ws.recovery_fraction, cfg.rollout.obs_chars, cfg.rollout.show_first_observation)
+                    ws.recovery_fraction, cfg.rollout.obs_chars, cfg.rollout.show_first_observation,
+                    ws.decision_repeat)
                 self.warm_start_losses["actor"] = setup.supervised_warm_start(
                     self.actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
                     self.tokenizer.pad_id, rng, "actor")

@@ -22,6 +22,9 @@ from crl_jax.envs.registry import make_expert
 from crl_jax.learner import Sample
 
 
+NAVIGATION = ("go to", "look", "inventory", "examine")
+
+
 @dataclasses.dataclass
 class Demo:
     env_name: str
@@ -61,7 +64,7 @@ def collect_demos(env_name: str, make: Callable[[], object], tasks: Sequence, ma
 def plan_entry(demo: Demo, max_actions: int = 12) -> str:
     """A compact experience entry from a successful demonstration: the goal
     and the decisive actions (navigation collapsed), as a plan to follow."""
-    key = [a for a in demo.actions if not a.startswith(("go to", "look", "inventory", "examine"))]
+    key = [a for a in demo.actions if is_decision(a)]
     steps = key[:max_actions] or demo.actions[:max_actions]
     return f"{demo.goal}: " + " > ".join(steps)
 
@@ -89,14 +92,18 @@ def _wrong_action(action: str, later: Sequence[str], pool: Sequence[str],
 def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.random.Generator,
                       guided_fraction: float = 0.5, list_actions: str = "none",
                       recovery_fraction: float = 0.2, obs_chars: int = 240,
-                      show_first_observation: bool = False) -> list[Sample]:
+                      show_first_observation: bool = False,
+                      decision_repeat: int = 1) -> list[Sample]:
     """(compact prompt, expert action + EOS) pairs from winning demonstrations.
 
     A guided demonstration shows the plan entry of another winning demo of the
     same task type (the kind of entry retrieval would find). A fraction of
     turns is duplicated with a rejected wrong action in the history ("did: X
     -> Nothing happens.", as the rollout renders it), so the actor learns to
-    recover from its own mistakes, which expert data never shows."""
+    recover from its own mistakes, which expert data never shows. Turns whose
+    action is not navigation (`is_decision`) appear ``decision_repeat`` times."""
+    if decision_repeat < 1:
+        raise ValueError(f"decision_repeat must be >= 1, got {decision_repeat}")
     wins = [d for d in demos if d.won]
     by_type: dict[str, list[Demo]] = {}
     for d in wins:
@@ -121,10 +128,18 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
                                               (hist + (miss,))[-history:], experience, listed,
                                               d.observations[0] if show_first_observation else ""))
             a = tokenizer.encode(action) + [tokenizer.eos_id]
+            if decision_repeat > 1 and is_decision(action):
+                views = views * decision_repeat
             for view in views:
                 p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))
                 samples.append(Sample(p + a, [0] * len(p) + [1] * len(a)))
     return samples
+
+
+def is_decision(action: str) -> bool:
+    """A decisive action: anything but moving around or looking (go to, look,
+    inventory, examine), i.e. what changes the world or the agent's hands."""
+    return not action.startswith(NAVIGATION)
 
 
 def extractor_sft_samples(demos: Sequence[Demo], tokenizer) -> list[Sample]:

@@ -132,3 +132,24 @@ def test_undonated_learner_leaves_a_concurrent_samplers_weights_alive(setup):
     # A learner owns copies: the model it was built from stays usable.
     logits, _ = model(jnp.asarray([[5, 6]]))
     assert np.isfinite(np.asarray(logits)).all()
+
+
+def test_decision_repeat_copies_only_decisive_demo_turns(setup):
+    env, tok, _ = setup
+    demos = warmstart.collect_demos("alfworld", lambda: env, [0, 1, 2], 15)
+    wins = [d for d in demos if d.won]
+    decisive = sum(warmstart.is_decision(a) for d in wins for a in d.actions)
+    total = sum(len(d.actions) for d in wins)
+    assert 0 < decisive < total  # experts both navigate and act
+    kw = dict(history=1, guided_fraction=0.0, recovery_fraction=0.0)
+    once = warmstart.actor_sft_samples(demos, tok, rng=np.random.default_rng(0), **kw)
+    thrice = warmstart.actor_sft_samples(demos, tok, rng=np.random.default_rng(0),
+                                         decision_repeat=3, **kw)
+    assert len(once) == total and len(thrice) == total + 2 * decisive
+    # the copies are exact duplicates of the decisive samples
+    key = lambda s: tuple(s.tokens)
+    assert {key(s) for s in thrice} == {key(s) for s in once}
+    assert warmstart.is_decision("take apple 1 from countertop 2")
+    assert not warmstart.is_decision("go to countertop 2")
+    with pytest.raises(ValueError, match="decision_repeat"):
+        warmstart.actor_sft_samples(demos, tok, 1, np.random.default_rng(0), decision_repeat=0)

@@ -1,6 +1,7 @@
 """Search-and-ask inside rollouts and self-distillation samples, with a
 scripted actor (a stand-in sampler that answers from a script)."""
 import numpy as np
+import pytest
 
 from crl_jax.envs.registry import make_env
 from crl_jax.episode_stats import self_distillation_samples, turn_advantages
@@ -128,3 +129,20 @@ def test_negative_weight_scales_only_negative_advantages():
     tenth = turn_advantages(eps, AdvantageSpec(**spec, negative_weight=0.1))
     assert np.allclose(full[0], 0.5) and np.allclose(full[1], -0.5)
     assert np.allclose(tenth[0], 0.5) and np.allclose(tenth[1], -0.05)
+
+
+def test_invalid_action_penalty_is_a_centred_per_turn_term():
+    from crl_jax.rollout import Episode, Turn
+    eps = [_episode(0, False, True, [(), ("place",)]), _episode(0, False, False, [()] * 2)]
+    # the failure's first turn was rejected: 1 of 4 turns, mean v = -0.25
+    eps[1].turns[0] = Turn([5], [6], np.zeros(1), "x", "x", "o", 0.0, (), True)
+    spec = dict(mode="grpo", normalize_std=False)
+    base = turn_advantages(eps, AdvantageSpec(**spec))
+    shaped = turn_advantages(eps, AdvantageSpec(**spec, invalid_action_penalty=0.4))
+    # hand-computed: rejected turn 0.4 * (-1 + 0.25) = -0.3, accepted turns 0.4 * 0.25 = +0.1
+    assert np.allclose(shaped[0] - base[0], [0.1, 0.1])
+    assert np.allclose(shaped[1] - base[1], [-0.3, 0.1])
+    assert abs(sum((s - b).sum() for s, b in zip(shaped, base))) < 1e-6
+    with pytest.raises(ValueError, match="invalid_action_penalty"):
+        from crl_jax.run_config import RunConfig
+        RunConfig(advantages=AdvantageSpec(invalid_action_penalty=-1.0))
