@@ -46,29 +46,25 @@ def turn_advantages(episodes: Sequence[Episode], spec: AdvantageSpec) -> list[np
         # text; scaling negatives by lambda < 1 keeps the update led by wins.
         turn_adv = [np.where(a < 0, a * spec.negative_weight, a).astype(np.float32)
                     for a in turn_adv]
-    if spec.invalid_action_penalty:
-        turn_adv = [a + t for a, t in zip(turn_adv, invalid_action_term(
-            episodes, spec.invalid_action_penalty))]
+    if not spec.rejected_turn_credit or spec.invalid_action_penalty:
+        turn_adv = [rejected_turn_advantages(a, e, spec) for a, e in zip(turn_adv, episodes)]
     return turn_adv
 
 
-def invalid_action_term(episodes: Sequence[Episode], penalty: float) -> list[np.ndarray]:
-    """Per-turn validity advantage c * (v_t - mean v), v_t = -1 if the turn's
-    action was rejected (or unparsable), else 0; the mean runs over every turn
-    of the batch.
-
-    Credit for validity goes to the turn itself, not to the whole episode:
-    outcome advantages cannot tell a wasted turn from a useful one in a failed
-    episode, and a tiny actor with few wins otherwise lets rejected actions
-    creep up. Centring makes the term push rejected actions down and accepted
-    ones up by the same total amount, instead of only pushing mass away.
-    Episodes with no turns get a single 0 (their one placeholder turn).
-    """
-    values = [np.array([-1.0 if t.invalid else 0.0 for t in e.turns]) for e in episodes]
-    flat = np.concatenate(values) if values else np.zeros(0)
-    mean = flat.mean() if flat.size else 0.0
-    return [(penalty * (v - mean)).astype(np.float32) if v.size else np.zeros(1, np.float32)
-            for v in values]
+def rejected_turn_advantages(turn_adv: np.ndarray, episode: Episode,
+                             spec: AdvantageSpec) -> np.ndarray:
+    """Advantages of the turns whose action was rejected (or unparsable):
+    min(A_t, 0) when spec.rejected_turn_credit is False (a rejected action
+    did nothing, so a win is no evidence for it), minus
+    spec.invalid_action_penalty. Other turns are unchanged."""
+    rejected = np.array([t.invalid for t in episode.turns], bool)
+    if rejected.shape != turn_adv.shape:  # an episode without turns: one placeholder value
+        return turn_adv
+    out = turn_adv.astype(np.float32).copy()
+    if not spec.rejected_turn_credit:
+        out[rejected] = np.minimum(out[rejected], 0.0)
+    out[rejected] -= spec.invalid_action_penalty
+    return out
 
 
 def episode_balanced(turn_adv: Sequence[np.ndarray]) -> list[np.ndarray]:

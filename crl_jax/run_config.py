@@ -98,10 +98,12 @@ class AdvantageSpec:
     # Scale of negative advantages (1 = GRPO as in the paper; < 1 = weighted
     # REINFORCE, which keeps small actors with few wins from drifting).
     negative_weight: float = 1.0
-    # Per-turn shaping for small actors (not in the paper; 0 = off): a turn
-    # whose action the environment rejected gets c * (v - mean v) added, with
-    # v = -1 on rejected turns and 0 otherwise, the mean over the batch's turns
-    # (episode_stats.invalid_action_term). A rejected action only wastes a turn.
+    # A turn whose action the environment rejected changed nothing, so it
+    # deserves none of a win's credit: False keeps its advantage <= 0 (a small
+    # actor's wins otherwise reinforce their rejected actions and the rejected
+    # rate creeps up). invalid_action_penalty > 0 also subtracts that much on
+    # every rejected turn (shaping, not in the paper; 0 = off).
+    rejected_turn_credit: bool = True
     invalid_action_penalty: float = 0.0
 
 

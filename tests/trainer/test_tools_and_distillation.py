@@ -131,18 +131,20 @@ def test_negative_weight_scales_only_negative_advantages():
     assert np.allclose(tenth[0], 0.5) and np.allclose(tenth[1], -0.05)
 
 
-def test_invalid_action_penalty_is_a_centred_per_turn_term():
-    from crl_jax.rollout import Episode, Turn
-    eps = [_episode(0, False, True, [(), ("place",)]), _episode(0, False, False, [()] * 2)]
-    # the failure's first turn was rejected: 1 of 4 turns, mean v = -0.25
-    eps[1].turns[0] = Turn([5], [6], np.zeros(1), "x", "x", "o", 0.0, (), True)
-    spec = dict(mode="grpo", normalize_std=False)
+def test_rejected_turns_get_no_credit_from_a_win_and_the_penalty():
+    from crl_jax.rollout import Turn
+    eps = [_episode(0, False, True, [(), (), ("place",)]), _episode(0, False, False, [()] * 3)]
+    rejected = lambda: Turn([5], [6], np.zeros(1), "x", "x", "o", 0.0, (), True)
+    eps[0].turns[0] = rejected()  # a rejected action inside the win
+    eps[1].turns[1] = rejected()  # and inside the failure
+    spec = dict(mode="grpo", normalize_std=False)  # hand-computed: win +0.5, failure -0.5
     base = turn_advantages(eps, AdvantageSpec(**spec))
-    shaped = turn_advantages(eps, AdvantageSpec(**spec, invalid_action_penalty=0.4))
-    # hand-computed: rejected turn 0.4 * (-1 + 0.25) = -0.3, accepted turns 0.4 * 0.25 = +0.1
-    assert np.allclose(shaped[0] - base[0], [0.1, 0.1])
-    assert np.allclose(shaped[1] - base[1], [-0.3, 0.1])
-    assert abs(sum((s - b).sum() for s, b in zip(shaped, base))) < 1e-6
+    assert np.allclose(base[0], 0.5) and np.allclose(base[1], -0.5)
+    nocredit = turn_advantages(eps, AdvantageSpec(**spec, rejected_turn_credit=False))
+    assert np.allclose(nocredit[0], [0.0, 0.5, 0.5]) and np.allclose(nocredit[1], -0.5)
+    both = turn_advantages(eps, AdvantageSpec(**spec, rejected_turn_credit=False,
+                                              invalid_action_penalty=0.2))
+    assert np.allclose(both[0], [-0.2, 0.5, 0.5]) and np.allclose(both[1], [-0.5, -0.7, -0.5])
     with pytest.raises(ValueError, match="invalid_action_penalty"):
         from crl_jax.run_config import RunConfig
         RunConfig(advantages=AdvantageSpec(invalid_action_penalty=-1.0))
