@@ -1,7 +1,6 @@
 """Per-verb imitation accuracy (crl_jax/step_accuracy.py) against hand-counted values."""
 import pytest
 
-from crl_jax import prompts
 from crl_jax.step_accuracy import expert_views, format_report, step_accuracy
 from crl_jax.warmstart import Demo
 
