@@ -16,7 +16,7 @@ import dataclasses
 from typing import Callable, Sequence
 
 from crl_jax import prompts
-from crl_jax.warmstart import Demo
+from crl_jax.warmstart import Demo, demo_view
 
 
 @dataclasses.dataclass
@@ -40,11 +40,7 @@ def expert_views(demos: Sequence[Demo], history: int, list_actions: str,
         if not d.won:
             continue
         for t, action in enumerate(d.actions):
-            hist = tuple(zip(d.actions[max(0, t - history):t],
-                             d.observations[max(0, t - history) + 1:t + 1])) if history else ()
-            listed = prompts.listed_actions(d.valid[t], list_actions) if d.valid else ()
-            first = d.observations[0] if show_first_observation and t > 0 else ""
-            view = prompts.TurnView(d.goal, d.observations[t], hist, None, listed, first)
+            view = demo_view(d, t, history, list_actions, show_first_observation)
             out.append((view, action, set(d.valid[t]) if d.valid else set()))
     return out
 

@@ -89,6 +89,16 @@ def _wrong_action(action: str, later: Sequence[str], pool: Sequence[str],
     return pool[int(rng.integers(len(pool)))]
 
 
+def demo_view(d: Demo, t: int, history: int, list_actions: str, show_first_observation: bool,
+              experience: str | None = None) -> prompts.TurnView:
+    """What the actor sees before the demo's action t, as a rollout renders it."""
+    hist = tuple(zip(d.actions[max(0, t - history):t],
+                     d.observations[max(0, t - history) + 1:t + 1])) if history else ()
+    listed = prompts.listed_actions(d.valid[t], list_actions) if d.valid else ()
+    first = d.observations[0] if show_first_observation and t > 0 else ""
+    return prompts.TurnView(d.goal, d.observations[t], hist, experience, listed, first)
+
+
 def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.random.Generator,
                       guided_fraction: float = 0.5, list_actions: str = "none",
                       recovery_fraction: float = 0.2, obs_chars: int = 240,
@@ -116,11 +126,9 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
             peers = [p for p in by_type[d.task_type] if p is not d] or [d]
             experience = plan_entry(peers[int(rng.integers(len(peers)))])
         for t, action in enumerate(d.actions):
-            hist = tuple(zip(d.actions[max(0, t - history):t],
-                             d.observations[max(0, t - history) + 1:t + 1])) if history else ()
-            listed = prompts.listed_actions(d.valid[t], list_actions) if d.valid else ()
-            first = d.observations[0] if show_first_observation and t > 0 else ""
-            views = [prompts.TurnView(d.goal, d.observations[t], hist, experience, listed, first)]
+            view = demo_view(d, t, history, list_actions, show_first_observation, experience)
+            hist, listed = view.history, view.valid_actions
+            views = [view]
             if history and rng.random() < recovery_fraction:
                 miss = (_wrong_action(action, d.actions[t + 1:], all_actions, rng),
                         "Nothing happens.")
