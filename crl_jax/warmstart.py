@@ -145,8 +145,9 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
 
 
 def is_decision(action: str) -> bool:
-    """A decisive action: anything but moving around or looking (go to, look,
-    inventory, examine), i.e. what changes the world or the agent's hands."""
+    """A decisive action: anything but moving around or looking (ALFWorld's
+    go to, look, inventory, examine), i.e. what changes the world or the
+    agent's hands. In other environments every action counts as decisive."""
     return not action.startswith(NAVIGATION)
 
 

@@ -9,10 +9,12 @@ six task types. A compact prompt (goal, the room's first description, two
 history lines, the observation and the non-navigation actions) is ~200
 tokens and an action ~6 tokens. Warm start: 1,000 expert games (of a pool of
 1,000 training games), 1,500 SFT steps (~16 minutes; held-out success 0.39,
-against 0.16 after 200 games and 500 steps). A step plays 8 tasks x 4
-rollouts = 32 episodes of at most 20 turns (~5-30 s) and makes 2 PPO mini-batch updates (~10-15 s); 20 steps and
-5 evaluations on 64 held-out games (with and without experience) bring the
-run to ~26 minutes (measured 25m36s, peak RSS 5.1 GB).
+against 0.16 after 200 games and 500 steps; RL then trains on the same
+1,000 games, evaluation is on unseen ones). A step plays 8 tasks x 4
+rollouts = 32 episodes of at most 20 turns (~5-30 s) and makes 2 PPO
+mini-batch updates (~10-20 s); 20 steps and 5 evaluations on 64 held-out
+games (with and without experience) bring the run to ~26 minutes (measured
+25m36s, peak RSS 5.1 GB).
 
 RL settings for a tiny actor with few wins (see README, "Trainer"): episode-
 balanced turn weights, negative advantages scaled by 0.3 (weighted
