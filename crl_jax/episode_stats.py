@@ -57,9 +57,9 @@ def rejected_turn_advantages(turn_adv: np.ndarray, episode: Episode,
     min(A_t, 0) when spec.rejected_turn_credit is False (a rejected action
     did nothing, so a win is no evidence for it), minus
     spec.invalid_action_penalty. Other turns are unchanged."""
-    rejected = np.array([t.invalid for t in episode.turns], bool)
-    if rejected.shape != turn_adv.shape:  # an episode without turns: one placeholder value
+    if not episode.turns:  # no turns: one placeholder value, nothing rejected
         return turn_adv
+    rejected = np.array([t.invalid for t in episode.turns], bool)
     out = turn_adv.astype(np.float32).copy()
     if not spec.rejected_turn_credit:
         out[rejected] = np.minimum(out[rejected], 0.0)

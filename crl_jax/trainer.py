@@ -129,10 +129,12 @@ class Trainer:
             if cache and cache.has("actor"):
                 self.actor.params = load_leaves(self.actor.params, os.path.join(cache.path, "actor.npz"))
             else:
+                r = cfg.rollout
                 samples = warmstart.actor_sft_samples(
-                    demos, self.tokenizer, cfg.rollout.history, rng, 0.5, cfg.rollout.list_actions,
-                    ws.recovery_fraction, cfg.rollout.obs_chars, cfg.rollout.show_first_observation,
-                    ws.decision_repeat)
+                    demos, self.tokenizer, r.history, rng, guided_fraction=0.5,
+                    list_actions=r.list_actions, recovery_fraction=ws.recovery_fraction,
+                    obs_chars=r.obs_chars, show_first_observation=r.show_first_observation,
+                    decision_repeat=ws.decision_repeat)
                 self.warm_start_losses["actor"] = setup.supervised_warm_start(
                     self.actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
                     self.tokenizer.pad_id, rng, "actor")

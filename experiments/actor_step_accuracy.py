@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app, flags  # noqa: E402
 
 flags.DEFINE_string("config", "alfworld_cpu", "preset name (a module in experiments/configs/)")
-flags.DEFINE_integer("games", 48, "held-out tasks the expert plays")
+flags.DEFINE_integer("games", 48, "held-out tasks the expert plays (per environment)")
 flags.DEFINE_string("json_out", None, "also write the table as JSON here")
 FLAGS = flags.FLAGS
 
@@ -39,11 +39,7 @@ def main(argv):
     cfg = apply_overrides(load_preset(FLAGS.config), argv[1:])
     trainer = Trainer(cfg, tempfile.mkdtemp(prefix="step_accuracy_"))
     try:
-        src = trainer.eval_sources[0]
-        demos = collect_demos(src.env_name, src.make, src.tasks[:FLAGS.games], cfg.rollout.max_turns * 2,
-                              src.expert)
         r = cfg.rollout
-        states = expert_views(demos, r.history, r.list_actions, r.show_first_observation)
         greedy = dataclasses.replace(trainer.engine.sampling, temperature=0.0)
 
         def propose(views):
@@ -52,13 +48,19 @@ def main(argv):
             return [trainer.tokenizer.decode(strip_stop_tokens(res.tokens[j], greedy))
                     for j in range(len(ids))]
 
-        stats = step_accuracy(states, propose)
-        print(f"{sum(d.won for d in demos)}/{len(demos)} expert games won; "
-              f"{len(states)} states of the {src.env_name} eval split")
-        print(format_report(stats))
+        report = {}
+        for src in trainer.eval_sources:  # a mixture gets one table per environment
+            demos = collect_demos(src.env_name, src.make, src.tasks[:FLAGS.games],
+                                  r.max_turns * 2, src.expert)
+            states = expert_views(demos, r.history, r.list_actions, r.show_first_observation)
+            stats = step_accuracy(states, propose)
+            print(f"{sum(d.won for d in demos)}/{len(demos)} expert games won; "
+                  f"{len(states)} states of the {src.env_name} eval split")
+            print(format_report(stats))
+            report[src.env_name] = {k: v.as_dict() for k, v in stats.items()}
         if FLAGS.json_out:
             with open(FLAGS.json_out, "w") as f:
-                json.dump({k: v.as_dict() for k, v in stats.items()}, f, indent=2)
+                json.dump(report, f, indent=2)
     finally:
         if getattr(trainer, "manager", None) is not None:
             trainer.manager.close()
