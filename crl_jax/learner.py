@@ -18,7 +18,6 @@ sampler/trainer mismatch (``tis_cap``).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Sequence
 
 import jax
@@ -128,12 +127,14 @@ class Learner:
         self.tx = optax.chain(*chain, optax.adamw(optim.lr, optim.b1, optim.b2, optim.eps,
                                                   weight_decay=optim.weight_decay))
         self.opt_state = init_optimizer(self.tx, self.params, self.mesh)
-        self._policy = jax.jit(functools.partial(self._policy_update, "policy"),
-                               donate_argnums=self.donate)
-
-        def sft(params, opt_state, batch, sft_weight):
-            return self._policy_update("sft", params, opt_state, batch, sft_weight)
-        self._sft = jax.jit(sft, donate_argnums=self.donate, static_argnums=(3,))
+        # One compiled program per micro-batch shape ([micro_batch, T]), not per
+        # batch size: the number of micro-batches changes from step to step
+        # (episodes differ in length), and a scan over them would recompile
+        # each time. Gradients are summed across calls, then applied once.
+        self._grads = jax.jit(self._micro_grads, static_argnums=(0, 3))
+        self._accumulate = jax.jit(lambda acc, new: jax.tree.map(jnp.add, acc, new),
+                                   donate_argnums=(0,))
+        self._apply = jax.jit(self._apply_grads, donate_argnums=self.donate)
 
     @property
     def model(self) -> Decoder:
@@ -163,33 +164,43 @@ class Learner:
         diag = {k: v for k, v in out.diagnostics.items() if k != "logprobs" and jnp.ndim(v) == 0}
         return out.loss_sum, out.count, diag
 
-    def _policy_update(self, kind, params, opt_state, batch, sft_weight=1.0):
-        n_mb = batch["tokens"].shape[0] // self.optim.micro_batch
-        mbs = jax.tree.map(lambda x: x.reshape((n_mb, -1) + x.shape[1:]), batch)
-
-        def loss_with_aux(p, mb):
+    def _micro_grads(self, kind, params, mb, sft_weight):
+        """Gradient of one micro-batch's loss *sum*, with its count and diagnostics."""
+        def loss_with_aux(p):
             loss_sum, count, diag = self._micro_loss(kind, p, mb, sft_weight)
             return loss_sum, (count, diag)
 
-        grad_fn = jax.value_and_grad(loss_with_aux, has_aux=True)
-        zeros = jax.tree.map(jnp.zeros_like, params)
+        with activation_sharding(self.mesh):
+            (loss_sum, (count, diag)), grads = jax.value_and_grad(loss_with_aux, has_aux=True)(params)
+        return (grads, loss_sum, count), diag
 
-        def body(acc, mb):
-            grads, total, count = acc
-            with activation_sharding(self.mesh):
-                (loss_sum, (c, diag)), g = grad_fn(params, mb)
-            return (jax.tree.map(jnp.add, grads, g), total + loss_sum, count + c), diag
-
-        (grads, total, count), diags = jax.lax.scan(
-            body, (zeros, jnp.float32(0), jnp.float32(0)), mbs)
+    def _apply_grads(self, params, opt_state, acc):
+        """Divides the summed gradients by the total count once (the exact
+        full-batch mean) and takes one optimiser step."""
+        grads, total, count = acc
         scale = jnp.where(count > 0, 1.0 / jnp.maximum(count, 1.0), 0.0)
         grads = jax.tree.map(lambda g: g * scale, grads)
         grad_norm = optax.tree.norm(grads)
         updates, opt_state = self.tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
-        metrics = {k: jnp.mean(v) for k, v in diags.items()}
-        metrics.update(loss=total * scale, tokens_or_seqs=count, grad_norm=grad_norm)
-        return params, opt_state, metrics
+        return params, opt_state, {"loss": total * scale, "tokens_or_seqs": count,
+                                   "grad_norm": grad_norm}
+
+    def _update(self, kind: str, packed: PackedBatch, sft_weight: float = 1.0) -> dict[str, float]:
+        arrays = dataclasses.asdict(packed)
+        mbs = self.optim.micro_batch
+        n_mb = packed.tokens.shape[0] // mbs
+        sharding = batch_sharding(self.mesh, 2, batch_size=mbs)
+        acc, diags = None, []
+        for i in range(n_mb):
+            mb = {k: jax.device_put(v[i * mbs:(i + 1) * mbs], sharding) for k, v in arrays.items()}
+            new, diag = self._grads(kind, self.params, mb, sft_weight)
+            acc = new if acc is None else self._accumulate(acc, new)
+            diags.append(diag)
+        self.params, self.opt_state, m = self._apply(self.params, self.opt_state, acc)
+        out = {k: float(np.mean([float(d[k]) for d in diags])) for k in diags[0]}
+        out.update({k: float(v) for k, v in m.items()})
+        return out
 
     def _device_batch(self, packed: PackedBatch) -> dict:
         arrays = dataclasses.asdict(packed)
@@ -199,15 +210,11 @@ class Learner:
     def policy_step(self, packed: PackedBatch) -> dict[str, float]:
         if self.loss_config is None:
             raise ValueError("this learner has no policy loss config")
-        self.params, self.opt_state, m = self._policy(self.params, self.opt_state,
-                                                      self._device_batch(packed))
-        return {k: float(v) for k, v in m.items()}
+        return self._update("policy", packed)
 
     def sft_step(self, packed: PackedBatch, weight: float = 1.0) -> dict[str, float]:
         """Masked next-token cross-entropy, times ``weight`` (self-distillation)."""
-        self.params, self.opt_state, m = self._sft(self.params, self.opt_state,
-                                                   self._device_batch(packed), float(weight))
-        return {k: float(v) for k, v in m.items()}
+        return self._update("sft", packed, float(weight))
 
     def _logprobs(self, params, batch):
         hidden, unemb = self._hidden(params, batch["tokens"], batch["input_mask"])

@@ -35,6 +35,7 @@ class GenerationState:
     offset: int  # first free slot (shared by all rows)
     next_pos: np.ndarray  # [B] position the next token of each row gets
     pending: list[list[int]]  # sampled tokens not yet written to the cache
+    rows: int = -1  # the caller's rows; the rest (up to the batch bucket) are padding
 
 
 @dataclasses.dataclass
@@ -47,6 +48,13 @@ class GenerationResult:
 
 def _round_up(n: int, bucket: int) -> int:
     return max(bucket, -(-n // bucket) * bucket)
+
+
+def batch_bucket(b: int) -> int:
+    """Rows a batch of ``b`` is padded to: powers of two up to 8, then
+    multiples of 8. A rollout's batch shrinks as episodes end (32, 30, 26,
+    ...); without buckets every size would compile its own programs."""
+    return 1 << (b - 1).bit_length() if b <= 8 else _round_up(b, 8)
 
 
 class Sampler:
@@ -82,9 +90,12 @@ class Sampler:
         if config.stop_strings and decode is None:
             raise ValueError("stop_strings need a decode function (token ids -> text)")
         rng = jax.random.PRNGKey(rng) if isinstance(rng, int) else rng
-        b = len(prompts)
-        if state is not None and len(state.pending) != b:
-            raise ValueError(f"state holds {len(state.pending)} rows, got {b} prompts")
+        rows = len(prompts)
+        if state is not None and state.rows != rows:
+            raise ValueError(f"state holds {state.rows} rows, got {rows} prompts")
+        # Padding rows have no prompt: they are inactive and generate nothing.
+        b = len(state.pending) if state is not None else batch_bucket(rows)
+        prompts = list(prompts) + [[]] * (b - rows)
         blocks = [list(state.pending[i]) if state else [] for i in range(b)]
         for i, p in enumerate(prompts):
             if any((not isinstance(t, (int, np.integer))) or t < 0 or t >= self.cfg.vocab_size
@@ -122,13 +133,13 @@ class Sampler:
             if config.stop_strings:
                 alive_host = self._check_stop_strings(carry, alive_host, cut, config, decode)
                 carry["alive"] = jnp.asarray(alive_host)
-        return self._finish(carry, cut, active, first_decode_slot, config)
+        return self._finish(carry, cut, active, first_decode_slot, config, rows)
 
     def _fit_cache(self, state, b, extra) -> GenerationState:
         if state is None:
             slots = _round_up(extra, self.cache_bucket)
             return GenerationState(KVCache.zeros(self.cfg, b, slots), jnp.zeros((b, slots), bool),
-                                   0, np.zeros(b, np.int32), [[] for _ in range(b)])
+                                   0, np.zeros(b, np.int32), [[] for _ in range(b)], b)
         need = state.offset + extra
         if need <= state.cache.slots:
             return state
@@ -159,7 +170,7 @@ class Sampler:
             alive[i] = False
         return alive
 
-    def _finish(self, carry, cut, active, first_decode_slot, config) -> GenerationResult:
+    def _finish(self, carry, cut, active, first_decode_slot, config, rows) -> GenerationResult:
         out = np.asarray(carry["out"])
         lps = np.asarray(carry["out_lp"])
         n = np.asarray(carry["n_emitted"]).copy()
@@ -187,8 +198,8 @@ class Sampler:
             pending.append(out[i, fed[i]:n[i]].tolist())
         state = GenerationState(
             KVCache(carry["k"], carry["v"]), jnp.asarray(valid), int(carry["offset"]),
-            next_pos, pending)
-        return GenerationResult(tokens, logprobs, reasons, state)
+            next_pos, pending, rows)
+        return GenerationResult(tokens[:rows], logprobs[:rows], reasons[:rows], state)
 
 
 def _forward_last(graphdef, params, tokens, positions, mask, cache, offset):

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from absl import app, flags  # noqa: E402
 
-from experiments.figures import common  # noqa: E402
+from experiments.figures import common, settings  # noqa: E402
 from experiments.figures.results_doc import write_results  # noqa: E402
 
 SCRIPTS = ("fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask", "fig9",
@@ -58,12 +58,12 @@ def main(argv):
     del argv
     mods = modules(FLAGS.only)
     arms = collect_arms(mods, FLAGS.budget)
-    total_est = sum(a.est_s for a in arms)
-    print(f"{len(arms)} runs, estimated {total_est / 60:.0f} min on 2 cores "
-          f"(budget {FLAGS.budget})")
+    total_est = settings.sweep_estimate_s(arms)
+    print(f"{len(arms)} runs, estimated {total_est / 60:.0f} min on 2 cores with shared warm "
+          f"starts (budget {FLAGS.budget})")
     if FLAGS.dry_run:
         for a in arms:
-            print(f"  {a.est_s / 60:5.1f} min  {a.run_name}  {a.label}  {' '.join(a.overrides)}")
+            print(f"  {a.est_s / 60:5.1f} min alone  {a.run_name}  {a.label}  {' '.join(a.overrides)}")
         return
     start = time.perf_counter()
     if not FLAGS.skip_runs:

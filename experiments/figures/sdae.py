@@ -16,10 +16,13 @@ from experiments.figures.fig6_success import BASE, COMP  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
 PRESET = "alfworld_cpu"
-VARIANTS = (Variant(BASE, "none"),
-            Variant(BASE + " + SDAE", "none", ("advantages.sdae=true",)),
-            Variant(COMP),
-            Variant(COMP + " + SDAE", extra=("advantages.sdae=true",)))
+# Both switches explicit: the preset's own default (alfworld_cpu has SDAE on)
+# must not make the "off" arms silently equal to the "on" ones.
+OFF, ON = ("advantages.sdae=false",), ("advantages.sdae=true",)
+VARIANTS = (Variant(BASE, "none", OFF),
+            Variant(BASE + " + SDAE", "none", ON),
+            Variant(COMP, extra=OFF),
+            Variant(COMP + " + SDAE", extra=ON))
 
 
 def arms(budget: str):

@@ -37,11 +37,6 @@ FULL: tuple[str, ...] = ("experience.search_and_ask=false",)
 SEEDS = {"quick": {"main": (0, 1, 2), "ablation": (0,)},
          "full": {"main": (0, 1, 2), "ablation": (0, 1, 2)}}
 
-# Preset defaults the time model needs when an arm does not override them
-# (mirrors experiments/configs; only used for estimates).
-_DEFAULTS = {"train.steps": 30, "train.tasks_per_step": 8, "train.group_size": 4,
-             "train.eval_every": 10, "env.num_eval_tasks": 32, "warm_start.actor_steps": 300,
-             "warm_start.extractor_steps": 60, "warm_start.demos": 200}
 _STARTUP_S, _SFT_STEP_S, _DEMO_S, _EPISODE_S = 40.0, 0.6, 0.1, 30.0 / 32
 # Relative cost of an episode (turn cap and prompt length).
 _ENV_COST = {"alfworld_cpu": 1.0, "minihack_room_cpu": 1.2, "webshop_cpu": 0.5,
@@ -56,27 +51,48 @@ def seeds(budget: str, kind: str = "main") -> tuple[int, ...]:
     return SEEDS[check_budget(budget)][kind]
 
 
-def _num(arm: Arm, key: str) -> float:
-    return float(override_value(arm, key, _DEFAULTS[key]))
+def resolved_config(arm: Arm):
+    """The arm's full RunConfig (preset + overrides + seed); unknown keys raise."""
+    from crl_jax.config_tools import apply_overrides, load_preset
+    return apply_overrides(load_preset(arm.preset),
+                           [*arm.overrides, f"train.seed={int(arm.seed)}"])
+
+
+def warm_start_s(arm: Arm) -> float:
+    """Seconds of the arm's warm start (demos + SFT of both models) when it
+    is not in the warm-start cache."""
+    cfg = resolved_config(arm)
+    ws = cfg.warm_start
+    sft = ws.actor_steps + (0 if cfg.experience.mode == "none" else ws.extractor_steps)
+    return sft * _SFT_STEP_S + ws.demos * _DEMO_S
+
+
+def rl_s(arm: Arm) -> float:
+    """Seconds of the arm's process start, RL steps and evaluations."""
+    cfg = resolved_config(arm)
+    t, n_envs = cfg.train, len(cfg.env.names)
+    eval_modes = 1 if cfg.experience.mode == "none" else 2
+    every = t.eval_every
+    evals = 1 + t.steps // every + (1 if t.steps % every else 0) if every else 0
+    eval_eps = evals * eval_modes * cfg.env.num_eval_tasks * n_envs
+    episode = _EPISODE_S * _ENV_COST.get(arm.preset, 1.0)
+    return _STARTUP_S + (t.steps * t.tasks_per_step * t.group_size * n_envs + eval_eps) * episode
 
 
 def estimate_s(arm: Arm) -> float:
-    """Seconds one arm should take on 2 cores (see the module docstring)."""
-    envs = override_value(arm, "env.names")
-    n_envs = (len(envs.split(",")) if envs else
-              3 if arm.preset.startswith("multitask3") else 1)
-    per_step = _num(arm, "train.tasks_per_step") * _num(arm, "train.group_size") * n_envs
-    mode = override_value(arm, "experience.mode", "comp_rl")
-    eval_modes = 1 if mode == "none" else 2
-    steps, every = _num(arm, "train.steps"), _num(arm, "train.eval_every")
-    evals = (1 + (steps // every if every else 0) + (1 if every and steps % every else 0)
-             if every else 0)
-    eval_eps = evals * eval_modes * _num(arm, "env.num_eval_tasks") * n_envs
-    sft = _num(arm, "warm_start.actor_steps") + (0 if mode == "none" else
-                                                 _num(arm, "warm_start.extractor_steps"))
-    episode = _EPISODE_S * _ENV_COST.get(arm.preset, 1.0)
-    return (_STARTUP_S + sft * _SFT_STEP_S + _num(arm, "warm_start.demos") * _DEMO_S
-            + (steps * per_step + eval_eps) * episode)
+    """Seconds one arm should take on 2 cores alone (see the module docstring)."""
+    return warm_start_s(arm) + rl_s(arm)
+
+
+def sweep_estimate_s(arms: Sequence[Arm]) -> float:
+    """Seconds for all ``arms`` when they share warm starts through one cache
+    (reproduce.py passes one): each distinct warm start is paid once."""
+    from crl_jax.warm_cache import warm_start_key
+    warm: dict[str, float] = {}
+    for arm in arms:
+        key = warm_start_key(resolved_config(arm))
+        warm[key] = max(warm.get(key, 0.0), warm_start_s(arm))
+    return sum(rl_s(a) for a in arms) + sum(warm.values())
 
 
 def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), seed: int = 0,
@@ -84,7 +100,18 @@ def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), se
     """The arm ``label`` of a figure: preset + budget overrides + ``extra``,
     with experience.mode=``mode`` (an ``extra`` mode wins)."""
     arm = Arm(label, preset, (*base_overrides(budget), f"experience.mode={mode}", *extra), seed)
+    arm = Arm(label, preset, _without_preset_values(preset, arm.overrides), seed)
     return Arm(label, preset, arm.overrides, seed, estimate_s(arm))
+
+
+def _without_preset_values(preset: str, overrides: Sequence[str]) -> tuple[str, ...]:
+    """Drops the overrides that set what the preset already has (except the
+    always-explicit experience.mode): e.g. SDAE's "on" arm on a preset with
+    SDAE on is then the same run as Fig. 6's, not a duplicate."""
+    from crl_jax.config_tools import apply_overrides, load_preset
+    base = load_preset(preset)
+    return tuple(item for item in overrides if item.startswith("experience.mode=")
+                 or apply_overrides(base, [item]) != base)
 
 
 def comp_and_baseline(preset: str, budget: str, seed_list: Sequence[int],

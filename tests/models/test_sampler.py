@@ -7,7 +7,7 @@ from flax import nnx
 
 from models.config import tiny_config
 from models.decoder import init_decoder
-from models.sampler import Sampler
+from models.sampler import Sampler, batch_bucket
 from models.sampling_ops import SamplingConfig, sample_tokens
 
 
@@ -140,3 +140,19 @@ def test_bad_input_is_rejected(model):
         sampler.generate([[1]], SamplingConfig(stop_strings=("x",)))
     with pytest.raises(ValueError, match="top_p"):
         SamplingConfig(top_p=0.0)
+
+
+def test_batch_sizes_share_compiled_programs_through_buckets(model):
+    assert [batch_bucket(b) for b in (1, 2, 3, 5, 8, 9, 17, 30, 32, 33)] == \
+        [1, 2, 4, 8, 8, 16, 24, 32, 32, 40]
+    sampler = Sampler(model, prompt_bucket=8, cache_bucket=16, new_tokens_bucket=8)
+    cfg = SamplingConfig(temperature=0.0, max_new_tokens=4)
+    prompts = [[5, 9, 2], [40, 3], [7, 8, 9], [1, 2, 3], [4, 5, 6]]
+    first = sampler.generate(prompts, cfg)  # 5 rows -> bucket 8
+    compiled = (sampler._prefill._cache_size(), sampler._decode._cache_size())
+    second = sampler.generate(prompts[:3] + [[11, 12]] * 4, cfg)  # 7 rows -> bucket 8 again
+    assert (sampler._prefill._cache_size(), sampler._decode._cache_size()) == compiled
+    assert len(first.tokens) == 5 and len(second.tokens) == 7  # padding rows are not returned
+    assert second.tokens[:3] == first.tokens[:3]
+    with pytest.raises(ValueError, match="state holds 5 rows"):
+        sampler.generate([[1]] * 8, cfg, state=first.state)

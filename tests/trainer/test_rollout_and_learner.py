@@ -74,6 +74,20 @@ def _batch(tok_vocab, rng, n=6):
     return samples
 
 
+def test_micro_batch_count_does_not_recompile(setup):
+    """Batches of 2 and 3 micro-batches (same length bucket) run the same
+    compiled programs: the number of micro-batches varies every RL step."""
+    _, tok, model = setup
+    samples = _batch(tok.vocab_size, np.random.default_rng(1))
+    learner = Learner(model, OptimConfig(lr=1e-3, micro_batch=2), PolicyLossConfig())
+    for n in (4, 4):  # the first step's inputs are the caller's arrays; later ones the step's own
+        learner.policy_step(pack_samples(samples[:n], tok.pad_id, micro_batch=2, length_bucket=16))
+    sizes = (learner._grads._cache_size(), learner._apply._cache_size())
+    m = learner.policy_step(pack_samples(samples[:6], tok.pad_id, micro_batch=2, length_bucket=16))
+    assert (learner._grads._cache_size(), learner._apply._cache_size()) == sizes
+    assert np.isfinite(m["loss"]) and m["tokens_or_seqs"] > 0
+
+
 def test_policy_step_loss_and_micro_batching(setup):
     _, tok, model = setup
     rng = np.random.default_rng(0)
