@@ -137,6 +137,12 @@ class TrainSpec:
     # (verl's ppo_mini_batch_size; the paper's 1e-6 lr runs use 1).
     actor_mini_batches: int = 1
     actor_epochs: int = 1  # passes over the batch (each split into actor_mini_batches)
+    # RL draws its tasks from a fixed random subset of this many training tasks
+    # per environment (0 = all of them). The warm start still sees the whole
+    # pool. A small pool lets a short run revisit its tasks, as the paper's
+    # runs do (ALFWorld: 128 steps x 16 tasks over 1,466 tasks, ~11 rollouts
+    # of each), and lets the experience bank serve the tasks it was built on.
+    task_pool: int = 0
     eval_every: int = 10
     checkpoint_every: int = 10
     seed: int = 0
@@ -175,6 +181,9 @@ class RunConfig:
             raise ValueError("advantages.invalid_action_penalty must be >= 0")
         if self.train.actor_mini_batches < 1 or self.train.actor_epochs < 1:
             raise ValueError("train.actor_mini_batches and train.actor_epochs must be >= 1")
+        if self.train.task_pool and self.train.task_pool < self.train.tasks_per_step:
+            raise ValueError(f"train.task_pool={self.train.task_pool} is smaller than "
+                             f"train.tasks_per_step={self.train.tasks_per_step} (0 = all tasks)")
         from crl_jax.envs.alfworld_generator import ROOM_SIZES
         if self.env.room_size not in ROOM_SIZES:
             raise ValueError(f"env.room_size={self.env.room_size!r}; valid: {ROOM_SIZES}")

@@ -8,6 +8,7 @@ A failure on either track stops the run with the error shown.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -76,6 +77,7 @@ class Trainer:
                                                      [src.tasks[i] for i in picks], max_steps,
                                                      src.expert)
         self.demos = demos
+        self.rl_sources = [self._task_pool(src) for src in self.train_sources]
         self.warm_cache = (WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
                            if cfg.warm_start.cache_dir and tiny else None)
         cached_tok = self.warm_cache.tokenizer_dir() if self.warm_cache else None
@@ -110,6 +112,16 @@ class Trainer:
             self.manager = setup.make_manager(cfg, self.agent, merger)
             if cfg.experience.mode == "offline":
                 self._build_offline_bank(demos)
+
+    def _task_pool(self, src):
+        """``src`` restricted to train.task_pool tasks, drawn once from the run
+        seed (the same subset on resume)."""
+        n = self.cfg.train.task_pool
+        if not n or n >= len(src.tasks):
+            return src
+        picks = np.random.default_rng(self.cfg.train.seed + 11).choice(len(src.tasks), n,
+                                                                       replace=False)
+        return dataclasses.replace(src, tasks=[src.tasks[i] for i in sorted(picks)])
 
     def _warm_start(self, demos) -> None:
         cfg, ws = self.cfg, self.cfg.warm_start
@@ -202,7 +214,7 @@ class Trainer:
     def train_step(self) -> dict:
         cfg, t = self.cfg, self.cfg.train
         with self.timings.time("rollout"):
-            episodes = self.play(self.train_sources, t.tasks_per_step, t.group_size,
+            episodes = self.play(self.rl_sources, t.tasks_per_step, t.group_size,
                                  cfg.experience.guided_fraction, self.train_envs,
                                  seed=t.seed * 100_003 + self.step)
         metrics = batch_metrics(episodes, prefix="train/")

@@ -108,3 +108,27 @@ def test_background_failure_stops_the_run_with_the_error(tmp_path, monkeypatch):
     with pytest.raises(ManagerFailedError, match="extractor exploded"):
         trainer.run()
     assert trainer._ext_thread is None or not trainer._ext_thread.is_alive()
+
+
+def test_task_pool_restricts_rl_tasks_not_the_warm_start(tmp_path):
+    cfg = _config("alfworld_cpu", tmp_path, ["experience.mode=none", "train.task_pool=3",
+                                             "warm_start.demos=8"])
+    tr = Trainer(cfg, str(tmp_path))
+    every = tr.train_sources[0].tasks
+    pool = tr.rl_sources[0].tasks
+    assert len(every) == 8 and len(pool) == 3 and set(pool) <= set(every)
+    assert len({d.task for d in tr.demos}) == 8  # the warm start saw the whole pool
+    assert tr._task_pool(tr.train_sources[0]).tasks == pool  # fixed by the seed (resume)
+    played = []
+    real_play = tr.engine.play
+
+    def recording_play(envs, tasks, *args, **kwargs):
+        played.extend(tasks)
+        return real_play(envs, tasks, *args, **kwargs)
+
+    tr.engine.play = recording_play
+    for _ in range(3):
+        tr.train_step()
+    assert len(played) == 3 * 2 * 2 and set(played) <= set(pool)
+    with pytest.raises(ValueError, match="task_pool=1 is smaller"):
+        _config("alfworld_cpu", tmp_path, ["train.task_pool=1"])
