@@ -157,9 +157,12 @@ class Trainer:
                                                         os.path.join(cache.path, "extractor.npz"))
                 else:
                     samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer)
+                    # Its own generator: the same extractor whether or not the
+                    # actor's warm start ran in this process or came from the cache.
                     self.warm_start_losses["extractor"] = setup.supervised_warm_start(
                         self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
-                        self.ext_tokenizer.pad_id, rng, "extractor")
+                        self.ext_tokenizer.pad_id, np.random.default_rng(cfg.train.seed + 8),
+                        "extractor")
                     trained["extractor"] = self.extractor
             if cache:
                 if trained:

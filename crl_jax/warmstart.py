@@ -151,12 +151,16 @@ def is_decision(action: str) -> bool:
     return not action.startswith(NAVIGATION)
 
 
+def demo_extractor_prompt(demo: Demo) -> str:
+    """The consolidation prompt (compact format, no shown entries) for a demo's trajectory."""
+    return prompts.render_extractor_compact(prompts.ExtractorView(
+        demo.goal, prompts.trajectory_text(demo.actions, demo.observations[1:]), demo.won))
+
+
 def extractor_sft_samples(demos: Sequence[Demo], tokenizer) -> list[Sample]:
     samples = []
     for d in demos:
-        view = prompts.ExtractorView(d.goal, prompts.trajectory_text(d.actions, d.observations[1:]),
-                                     d.won)
-        p = tokenizer.encode(prompts.render_extractor_compact(view))
+        p = tokenizer.encode(demo_extractor_prompt(d))
         r = tokenizer.encode(extractor_response(plan_entry(d) if d.won else None)) + [tokenizer.eos_id]
         samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
     return samples
@@ -171,9 +175,7 @@ def tokenizer_corpus(demos: Sequence[Demo], history: int) -> list[str]:
                              d.valid[0] if d.valid else ())))
         texts.extend(d.observations)
         texts.extend(d.actions)
-        view = prompts.ExtractorView(d.goal, prompts.trajectory_text(d.actions, d.observations[1:]),
-                                     d.won)
-        texts.append(prompts.render_extractor_compact(view))
+        texts.append(demo_extractor_prompt(d))
         texts.append(extractor_response(plan_entry(d)))
         texts.append(extractor_response(None))
     return texts
