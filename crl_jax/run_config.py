@@ -121,6 +121,12 @@ class WarmStartSpec:
     # visible target; repeating take/open/move/... turns balances the decisions.
     decision_repeat: int = 1
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
+    # The seed of everything before RL: the generated game pools (train and
+    # eval), the demonstrations, the tokenizer, the tiny models' init, the SFT
+    # order and train.task_pool. train.seed only drives RL, so the seeds of a
+    # comparison start from one warm-started model on the same tasks, as paper
+    # runs all start from one pretrained checkpoint.
+    seed: int = 0
     # Reuse warm starts across runs of the same setting (crl_jax/warm_cache.py);
     # "" = always train. Arms of a comparison then share one warm-started actor.
     cache_dir: str = ""

@@ -58,10 +58,11 @@ class Trainer:
     def _build(self) -> None:
         cfg, t = self.cfg, self.cfg.train
         max_steps = cfg.env.max_episode_steps or cfg.rollout.max_turns
-        self.train_sources = [task_source(n, cfg.env.train_split, cfg.env.num_generated, t.seed,
+        data_seed = cfg.warm_start.seed
+        self.train_sources = [task_source(n, cfg.env.train_split, cfg.env.num_generated, data_seed,
                                           max_steps, cfg.env.lenient_actions, None,
                                           cfg.env.task_types, cfg.env.room_size) for n in cfg.env.names]
-        self.eval_sources = [task_source(n, cfg.env.eval_split, cfg.env.num_generated, t.seed,
+        self.eval_sources = [task_source(n, cfg.env.eval_split, cfg.env.num_generated, data_seed,
                                          max_steps, cfg.env.lenient_actions, cfg.env.num_eval_tasks,
                                          cfg.env.task_types, cfg.env.room_size)
                              for n in cfg.env.names]
@@ -69,9 +70,10 @@ class Trainer:
         demos = []
         if tiny or cfg.warm_start.demos:
             with self.timings.time("demos"):
+                demo_rng = np.random.default_rng(cfg.warm_start.seed)
                 per_env = max(1, cfg.warm_start.demos // len(self.train_sources))
                 for src in self.train_sources:
-                    picks = self.rng.choice(len(src.tasks), size=min(per_env, len(src.tasks)),
+                    picks = demo_rng.choice(len(src.tasks), size=min(per_env, len(src.tasks)),
                                             replace=False)
                     demos += warmstart.collect_demos(src.env_name, src.make,
                                                      [src.tasks[i] for i in picks], max_steps,
@@ -87,12 +89,13 @@ class Trainer:
         self.tokenizer = tok or setup.env_tokenizer(cfg, demos, self.out_dir)
         ext_tok = setup.load_tokenizer_for(cfg.extractor) or self.tokenizer
         self.ext_tokenizer = ext_tok
-        actor_model = setup.build_model(cfg.actor, self.tokenizer, t.seed, setup.role_mesh(cfg.actor))
+        actor_model = setup.build_model(cfg.actor, self.tokenizer, data_seed,
+                                        setup.role_mesh(cfg.actor))
         self.actor = Learner(actor_model, cfg.actor_optim, cfg.actor_loss,
                              mesh=setup.role_mesh(cfg.actor))
         self.use_experience = cfg.experience.mode != "none"
         if self.use_experience:
-            ext_model = setup.build_model(cfg.extractor, ext_tok, t.seed + 1,
+            ext_model = setup.build_model(cfg.extractor, ext_tok, data_seed + 1,
                                           setup.role_mesh(cfg.extractor))
             # Not donated: the consolidation thread samples from the extractor's
             # parameters while its training thread updates them.
@@ -114,12 +117,12 @@ class Trainer:
                 self._build_offline_bank(demos)
 
     def _task_pool(self, src):
-        """``src`` restricted to train.task_pool tasks, drawn once from the run
-        seed (the same subset on resume)."""
+        """``src`` restricted to train.task_pool tasks, drawn once from
+        warm_start.seed (the same subset for every RL seed and on resume)."""
         n = self.cfg.train.task_pool
         if not n or n >= len(src.tasks):
             return src
-        picks = np.random.default_rng(self.cfg.train.seed + 11).choice(len(src.tasks), n,
+        picks = np.random.default_rng(self.cfg.warm_start.seed + 11).choice(len(src.tasks), n,
                                                                        replace=False)
         return dataclasses.replace(src, tasks=[src.tasks[i] for i in sorted(picks)])
 
@@ -134,7 +137,7 @@ class Trainer:
         # Half of the actor's demonstrations carry an experience entry in every
         # mode, so all arms of a comparison can share one warm start (the
         # no-experience baseline simply never sees an "exp:" line later).
-        rng = np.random.default_rng(cfg.train.seed + 7)
+        rng = np.random.default_rng(ws.seed + 7)
         cache = self.warm_cache
         trained = {}  # name -> learner trained here (not loaded from the cache)
         with self.timings.time("warm_start"):
@@ -161,7 +164,7 @@ class Trainer:
                     # actor's warm start ran in this process or came from the cache.
                     self.warm_start_losses["extractor"] = setup.supervised_warm_start(
                         self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
-                        self.ext_tokenizer.pad_id, np.random.default_rng(cfg.train.seed + 8),
+                        self.ext_tokenizer.pad_id, np.random.default_rng(ws.seed + 8),
                         "extractor")
                     trained["extractor"] = self.extractor
             if cache:

@@ -50,9 +50,26 @@ def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatc
 
 def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
     base = warm_start_key(_cfg(tmp_path))
-    assert warm_start_key(_cfg(tmp_path, "train.seed=1")) != base
+    assert warm_start_key(_cfg(tmp_path, "warm_start.seed=1")) != base
+    assert warm_start_key(_cfg(tmp_path, "train.seed=1")) == base  # seeds share the warm start
     assert warm_start_key(_cfg(tmp_path, "warm_start.actor_steps=4")) != base
     assert warm_start_key(_cfg(tmp_path, "rollout.obs_chars=100")) != base
     assert warm_start_key(_cfg(tmp_path, "actor_optim.lr=0.1")) == base  # an RL setting
     assert warm_start_key(_cfg(tmp_path, "train.steps=7")) == base
     assert warm_start_key(_cfg(tmp_path, "env.num_eval_tasks=5")) == base
+
+
+def test_rl_seeds_start_from_the_same_warm_start_and_tasks(tmp_path):
+    """train.seed drives RL only: without any cache, two seeds train the same
+    warm start on the same game pools; warm_start.seed changes it."""
+    def build(out, *extra):
+        return Trainer(apply_overrides(load_preset("alfworld_cpu"), SMALL + [
+            "experience.mode=none", "warm_start.actor_steps=3", "rollout.max_turns=30",
+            *extra]), str(tmp_path / out))
+
+    a, b, c = build("a"), build("b", "train.seed=1"), build("c", "warm_start.seed=1")
+    for x, y in zip(_leaves(a.actor.params), _leaves(b.actor.params)):
+        np.testing.assert_array_equal(x, y)
+    assert [s.tasks for s in a.eval_sources] == [s.tasks for s in b.eval_sources]
+    assert [d.goal for d in a.demos] == [d.goal for d in b.demos]
+    assert [d.goal for d in a.demos] != [d.goal for d in c.demos]  # another game pool
