@@ -140,7 +140,9 @@ class ExtractorView:
     kind: str = "consolidate"
 
 
-def render_extractor_compact(view: ExtractorView, traj_chars: int = 400) -> str:
+def render_extractor_compact(view: ExtractorView, traj_chars: int = 700) -> str:
+    """Sized so that a whole small-room ALFWorld game fits (~10 steps of
+    ~70 characters): a clipped trajectory hides the actions a plan needs."""
     lines = [f"goal: {view.goal}"]
     if view.kind == "ask":
         lines.append(f"ask: {view.query}")
@@ -196,7 +198,7 @@ def parse_merge(response: str) -> list[str] | None:
     return out
 
 
-def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 60) -> str:
+def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 40) -> str:
     """A trajectory as "action -> observation" steps joined by " | "."""
     return " | ".join(f"{a} -> {_clip(o, obs_chars)}" if o else a
                       for a, o in zip(actions, observations))

@@ -159,13 +159,13 @@ class Trainer:
                     self.extractor.params = load_leaves(self.extractor.params,
                                                         os.path.join(cache.path, "extractor.npz"))
                 else:
-                    samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer)
                     # Its own generator: the same extractor whether or not the
                     # actor's warm start ran in this process or came from the cache.
+                    ext_rng = np.random.default_rng(ws.seed + 8)
+                    samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer, ext_rng)
                     self.warm_start_losses["extractor"] = setup.supervised_warm_start(
                         self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
-                        self.ext_tokenizer.pad_id, np.random.default_rng(ws.seed + 8),
-                        "extractor")
+                        self.ext_tokenizer.pad_id, ext_rng, "extractor")
                     trained["extractor"] = self.extractor
             if cache:
                 if trained:

@@ -41,7 +41,7 @@ def warm_start_key(cfg) -> str:
                 if k not in ("num_eval_tasks", "eval_split")},
         "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
         "warm_start": {k: v for k, v in config_to_dict(cfg.warm_start).items() if k != "cache_dir"},
-        "version": 3,  # bump when the warm-start data changes (warm_start.seed is in its dict)
+        "version": 4,  # bump when the warm-start data changes (warm_start.seed is in its dict)
     }
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return f"{cfg.name}-{hashlib.sha256(blob).hexdigest()[:16]}"

@@ -151,18 +151,47 @@ def is_decision(action: str) -> bool:
     return not action.startswith(NAVIGATION)
 
 
-def demo_extractor_prompt(demo: Demo) -> str:
-    """The consolidation prompt (compact format, no shown entries) for a demo's trajectory."""
+def demo_extractor_prompt(demo: Demo, turns: int | None = None,
+                          shown: Sequence[str] = ()) -> str:
+    """The consolidation prompt (compact format) for a demo's trajectory, or
+    for its first ``turns`` actions as a failed episode, with ``shown``
+    entries listed as the bank would show them."""
+    won = demo.won if turns is None else False
+    n = len(demo.actions) if turns is None else turns
     return prompts.render_extractor_compact(prompts.ExtractorView(
-        demo.goal, prompts.trajectory_text(demo.actions, demo.observations[1:]), demo.won))
+        demo.goal, prompts.trajectory_text(demo.actions[:n], demo.observations[1:n + 1]), won,
+        tuple(shown)))
 
 
-def extractor_sft_samples(demos: Sequence[Demo], tokenizer) -> list[Sample]:
+def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator | None = None,
+                          failure_fraction: float = 0.5, shown_fraction: float = 0.5,
+                          max_shown: int = 2) -> list[Sample]:
+    """Trajectory -> operations pairs. Won demos -> add their plan. So that the
+    extractor also knows what to do with what RL will show it: copies cut
+    short (a failed episode, ``failure_fraction`` per demo) -> return, no
+    entry; and with probability ``shown_fraction`` a prompt lists 1-``max_shown``
+    entries of other demos, which do not change the answer."""
+    rng = rng if rng is not None else np.random.default_rng(0)
+    plans = [plan_entry(d) for d in demos if d.won]
+
+    def sample(prompt: str, entry: str | None) -> Sample:
+        p = tokenizer.encode(prompt)
+        r = tokenizer.encode(extractor_response(entry)) + [tokenizer.eos_id]
+        return Sample(p + r, [0] * len(p) + [1] * len(r))
+
+    def shown() -> list[str]:
+        if not plans or rng.random() >= shown_fraction:
+            return []
+        k = int(rng.integers(1, max_shown + 1))
+        return [plans[i] for i in rng.choice(len(plans), size=min(k, len(plans)), replace=False)]
+
     samples = []
     for d in demos:
-        p = tokenizer.encode(demo_extractor_prompt(d))
-        r = tokenizer.encode(extractor_response(plan_entry(d) if d.won else None)) + [tokenizer.eos_id]
-        samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
+        samples.append(sample(demo_extractor_prompt(d, shown=shown()),
+                              plan_entry(d) if d.won else None))
+        if len(d.actions) > 1 and rng.random() < failure_fraction:
+            cut = int(rng.integers(1, len(d.actions)))
+            samples.append(sample(demo_extractor_prompt(d, cut, shown()), None))
     return samples
 
 

@@ -41,6 +41,6 @@ def get_config():
         actor_optim=dataclasses.replace(cfg.actor_optim, lr=5e-4),
         advantages=dataclasses.replace(cfg.advantages, sdae=True, negative_weight=0.3,
                                        rejected_turn_credit=False),
-        warm_start=dataclasses.replace(cfg.warm_start, demos=1000, actor_steps=1500,
+        warm_start=dataclasses.replace(cfg.warm_start, demos=1000, actor_steps=1200,
                                        extractor_steps=300),
-        train=dataclasses.replace(cfg.train, eval_every=5, actor_mini_batches=2, task_pool=32))
+        train=dataclasses.replace(cfg.train, eval_every=5, actor_mini_batches=2, task_pool=16))

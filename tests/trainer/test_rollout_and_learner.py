@@ -167,3 +167,25 @@ def test_decision_repeat_copies_only_decisive_demo_turns(setup):
     assert not warmstart.is_decision("go to countertop 2")
     with pytest.raises(ValueError, match="decision_repeat"):
         warmstart.actor_sft_samples(demos, tok, 1, np.random.default_rng(0), decision_repeat=0)
+
+
+def test_extractor_sft_teaches_plans_for_wins_and_return_for_cut_short_episodes(setup):
+    env, tok, _ = setup
+    demos = [d for d in warmstart.collect_demos("alfworld", lambda: env, [0, 1, 2], 15) if d.won]
+    samples = warmstart.extractor_sft_samples(demos, tok, np.random.default_rng(0),
+                                              failure_fraction=1.0, shown_fraction=1.0)
+    assert len(samples) == 2 * len(demos)  # every demo, then its cut-short copy
+    for i, d in enumerate(demos):
+        for s, won in ((samples[2 * i], True), (samples[2 * i + 1], False)):
+            n_prompt = s.loss_mask.index(1)
+            prompt, answer = tok.decode(s.tokens[:n_prompt]), tok.decode(s.tokens[n_prompt:])
+            assert ("outcome: success" in prompt) == won and f"goal: {d.goal}" in prompt
+            assert "[0] " in prompt  # entries of other demos are shown
+            want = warmstart.extractor_response(warmstart.plan_entry(d) if won else None)
+            assert answer.replace(" ", "").startswith(want.replace(" ", ""))
+        # the failure copy's trajectory is a strict prefix of the demo's actions
+        cut = tok.decode(samples[2 * i + 1].tokens)
+        assert d.actions[0] in cut
+    none = warmstart.extractor_sft_samples(demos, tok, np.random.default_rng(0),
+                                           failure_fraction=0.0, shown_fraction=0.0)
+    assert len(none) == len(demos) and all("[0] " not in tok.decode(s.tokens) for s in none)
