@@ -2,6 +2,7 @@
 
     python experiments/figures/reproduce.py --budget=quick [--root=runs/figures] [--only=fig6,table1]
     python experiments/figures/reproduce.py --budget=full --dry_run   # arms and estimated time
+    python experiments/figures/reproduce.py --budget=full --only=fig6,fig7 --presets=alfworld_cpu
 
 Arms of all scripts are collected and deduplicated (one run per preset,
 overrides and seed), run one after another (finished runs are skipped,
@@ -32,6 +33,8 @@ flags.DEFINE_string("root", common.DEFAULT_ROOT, "directory of the run directori
 flags.DEFINE_string("out", common.DEFAULT_OUT, "where the PNG and JSON go")
 flags.DEFINE_string("results", os.path.join(common.REPO, "docs", "RESULTS.md"), "results document")
 flags.DEFINE_list("only", [], f"scripts to make (default all): {', '.join(SCRIPTS)} or {sorted(ALIASES)}")
+flags.DEFINE_list("presets", [], "run only the arms of these presets (e.g. alfworld_cpu); "
+                  "figures still draw every arm that has a run directory")
 flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
 flags.DEFINE_bool("dry_run", False, "list the arms with their estimated time and stop")
 flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
@@ -58,6 +61,12 @@ def main(argv):
     del argv
     mods = modules(FLAGS.only)
     arms = collect_arms(mods, FLAGS.budget)
+    if FLAGS.presets:
+        known = sorted({a.preset for a in arms})
+        bad = [p for p in FLAGS.presets if p not in known]
+        if bad:
+            raise ValueError(f"--presets {bad} have no arms in these figures; valid: {known}")
+        arms = [a for a in arms if a.preset in FLAGS.presets]
     total_est = settings.sweep_estimate_s(arms)
     print(f"{len(arms)} runs, estimated {total_est / 60:.0f} min on 2 cores with shared warm "
           f"starts (budget {FLAGS.budget})")
