@@ -10,19 +10,22 @@ quick: a check of the whole machinery in under an hour on 2 cores. Models
 are barely warm-started and train 2 RL steps, so its numbers say nothing
 about the method. full: the presets' own warm start and step counts.
 
+Seeds are RL seeds (train.seed): every arm of a preset starts from the same
+warm start (warm_start.seed), shared through the sweep's warm-start cache,
+as paper runs all start from one pretrained checkpoint.
+
 Time model (rough, for the ETA and the stated budgets; calibrated on 2
 cores: a process start with its JIT compiles ~40 s, a warm-start SFT step
 ~0.6 s, an RL step ~30 s for 32 episodes at default sizes, an evaluation
-episode about as costly as a training one). `reproduce.py --dry_run` prints
-the arms and the total: with the presets of this writing quick is 32 runs,
-~56 min, and full is 74 runs, ~41 h (3 seeds everywhere, the presets' 30
-steps; Table 1 and Fig. 9d's mixtures are the costliest per step).
+episode about as costly as a training one). It reads each arm's resolved
+config, and a sweep pays each distinct warm start once.
+`reproduce.py --dry_run` prints the arms and the total.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-from experiments.figures.common import Arm, check_budget, override_value
+from experiments.figures.common import Arm, check_budget
 
 # Overrides shared by every arm of a budget (keys the presets all have).
 QUICK = ("train.steps=2", "train.eval_every=2", "train.checkpoint_every=2",
