@@ -226,3 +226,14 @@ def test_one_real_tiny_arm_through_the_subprocess(tmp_path):
     assert common.load_record(arm, str(tmp_path))["finished"] is True
     assert common.run_arm(arm, str(tmp_path)).status == "skipped"
     assert os.listdir(tmp_path / "warm_start_cache")  # the warm start was stored for other arms
+
+
+def test_results_doc_keeps_a_hand_written_reading(tmp_path):
+    from experiments.figures import results_doc
+    path = tmp_path / "docs" / "RESULTS.md"
+    results_doc.write_results(str(path), [], "full", "cmd", 60.0, 120.0)
+    assert "TODO(lead)" in path.read_text()
+    (tmp_path / "docs" / results_doc.READING_FILE).write_text("Comp. RL does not beat it here.\n")
+    results_doc.write_results(str(path), [], "full", "cmd", 60.0, 120.0)
+    text = path.read_text()
+    assert "## Reading\n\nComp. RL does not beat it here." in text and "TODO" not in text
