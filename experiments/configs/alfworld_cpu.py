@@ -4,17 +4,19 @@ procedurally generated games (no downloaded data or checkpoints needed).
 Budget arithmetic (2 cores): the actor is a d=128, 2-layer decoder over a
 1,024-token vocabulary fitted to the game text. Games are small rooms
 (env.room_size=small: ~8 receptacles, the expert needs 5.5-11 actions on
-average per task type), all
-six task types. A compact prompt (goal, the room's first description, two
-history lines, the observation and the non-navigation actions) is ~200
-tokens and an action ~6 tokens. Warm start: 1,000 expert games (of a pool of
-1,000 training games), 1,500 SFT steps (~16 minutes; held-out success 0.39,
-against 0.16 after 200 games and 500 steps; RL then trains on the same
-1,000 games, evaluation is on unseen ones). A step plays 8 tasks x 4
-rollouts = 32 episodes of at most 20 turns (~5-30 s) and makes 2 PPO
-mini-batch updates (~10-20 s); 20 steps and 5 evaluations on 64 held-out
-games (with and without experience) bring the run to ~26 minutes (measured
-25m36s, peak RSS 5.1 GB).
+average per task type), all six task types. A compact prompt (goal, the
+room's first description, two history lines, the observation and the
+non-navigation actions) is ~200 tokens and an action ~6 tokens. Warm start:
+1,000 expert games, actor 1,200 SFT steps (~12 minutes), extractor 300
+(~4 minutes; at 60 it wrote plans of other tasks). RL trains on a fixed pool
+of 16 of those games (train.task_pool): at 8 tasks a step each game comes
+back every other step, as the paper's ALFWorld runs revisit their tasks; on
+the whole pool each game is met about once and RL stays flat. A step plays
+8 tasks x 4 rollouts = 32 episodes of at most 20 turns and makes 2 PPO
+mini-batch updates; 20 steps and 5 evaluations on 64 unseen games (with and
+without experience). Measured: 33m20s wall with the cores shared by the
+test suite and a second run for most of it (warm start 19.5 min); alone
+it should take under 30 minutes.
 
 RL settings for a tiny actor with few wins (see README, "Trainer"): episode-
 balanced turn weights, negative advantages scaled by 0.3 (weighted
