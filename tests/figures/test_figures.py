@@ -237,3 +237,16 @@ def test_results_doc_keeps_a_hand_written_reading(tmp_path):
     results_doc.write_results(str(path), [], "full", "cmd", 60.0, 120.0)
     text = path.read_text()
     assert "## Reading\n\nComp. RL does not beat it here." in text and "TODO" not in text
+
+
+def test_presets_flag_restricts_the_arms_and_rejects_unknown_presets():
+    base = [sys.executable, os.path.join(REPO, "experiments", "figures", "reproduce.py"),
+            "--budget=quick", "--only=fig6", "--dry_run"]
+    proc = subprocess.run(base + ["--presets=alfworld_cpu"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    listed = [line for line in proc.stdout.splitlines() if "min alone" in line]
+    assert len(listed) == 6 and all("alfworld_cpu-" in line for line in listed)
+    bad = subprocess.run(base + ["--presets=nope"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode != 0 and "valid: ['alfworld_cpu'" in bad.stderr
