@@ -9,37 +9,23 @@ warm_start.cache_dir to reuse one) and prints a table per expert verb.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags  # noqa: E402
+from absl import app  # noqa: E402
 
-flags.DEFINE_string("config", "alfworld_cpu", "preset name (a module in experiments/configs/)")
-flags.DEFINE_integer("games", 48, "held-out tasks the expert plays (per environment)")
-flags.DEFINE_string("json_out", None, "also write the table as JSON here")
-FLAGS = flags.FLAGS
+from experiments.warm_start_probe import FLAGS, built_run, write_report  # noqa: E402
 
 
 def main(argv):
-    from crl_jax.config_tools import apply_overrides, load_preset
     from crl_jax.step_accuracy import expert_views, format_report, step_accuracy
-    from crl_jax.trainer import Trainer
     from crl_jax.warmstart import collect_demos
     from models.sampling_ops import strip_stop_tokens
 
-    bad = [a for a in argv[1:] if "=" not in a]
-    if bad:
-        raise app.UsageError(f"overrides must look like key.sub=value; got {bad}")
-    if FLAGS.games < 1:
-        raise app.UsageError("--games must be >= 1")
-    cfg = apply_overrides(load_preset(FLAGS.config), argv[1:])
-    trainer = Trainer(cfg, tempfile.mkdtemp(prefix="step_accuracy_"))
-    try:
-        r = cfg.rollout
+    with built_run(argv, "step_accuracy_") as trainer:
+        r = trainer.cfg.rollout
         greedy = dataclasses.replace(trainer.engine.sampling, temperature=0.0)
 
         def propose(views):
@@ -58,12 +44,7 @@ def main(argv):
                   f"{len(states)} states of the {src.env_name} eval split")
             print(format_report(stats))
             report[src.env_name] = {k: v.as_dict() for k, v in stats.items()}
-        if FLAGS.json_out:
-            with open(FLAGS.json_out, "w") as f:
-                json.dump(report, f, indent=2)
-    finally:
-        if getattr(trainer, "manager", None) is not None:
-            trainer.manager.close()
+        write_report(report)
 
 
 if __name__ == "__main__":
