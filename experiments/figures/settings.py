@@ -18,12 +18,13 @@ Time model (rough, for the ETA and the stated budgets; calibrated on the
 alfworld_cpu default run alone on 2 cores, 23m06s: a process start with its
 JIT compiles ~40 s, an expert demo ~0.06 s, a warm-start SFT step ~0.6 s,
 an episode ~0.375 s whether trained on (update included) or evaluated;
-other presets scale the episode by _ENV_COST, not yet measured). It reads each arm's resolved
-config, and a sweep pays each distinct warm start once.
+other presets scale the episode by _ENV_COST, not yet measured). It reads
+each arm's resolved config, and a sweep pays each distinct warm start once.
 `reproduce.py --dry_run` prints the arms and the total.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 from experiments.figures.common import Arm, check_budget
@@ -62,30 +63,29 @@ def resolved_config(arm: Arm):
                            [*arm.overrides, f"train.seed={int(arm.seed)}"])
 
 
-def warm_start_s(arm: Arm) -> float:
-    """Seconds of the arm's warm start (demos + SFT of both models) when it
-    is not in the warm-start cache."""
-    cfg = resolved_config(arm)
+def warm_start_s(cfg) -> float:
+    """Seconds of a resolved config's warm start (demos + SFT of both models)
+    when it is not in the warm-start cache."""
     ws = cfg.warm_start
     sft = ws.actor_steps + (0 if cfg.experience.mode == "none" else ws.extractor_steps)
     return sft * _SFT_STEP_S + ws.demos * _DEMO_S
 
 
-def rl_s(arm: Arm) -> float:
-    """Seconds of the arm's process start, RL steps and evaluations."""
-    cfg = resolved_config(arm)
+def rl_s(cfg) -> float:
+    """Seconds of a resolved config's process start, RL steps and evaluations."""
     t, n_envs = cfg.train, len(cfg.env.names)
     eval_modes = 1 if cfg.experience.mode == "none" else 2
     every = t.eval_every
     evals = 1 + t.steps // every + (1 if t.steps % every else 0) if every else 0
     eval_eps = evals * eval_modes * cfg.env.num_eval_tasks * n_envs
-    episode = _EPISODE_S * _ENV_COST.get(arm.preset, 1.0)
+    episode = _EPISODE_S * _ENV_COST.get(cfg.name, 1.0)
     return _STARTUP_S + (t.steps * t.tasks_per_step * t.group_size * n_envs + eval_eps) * episode
 
 
 def estimate_s(arm: Arm) -> float:
     """Seconds one arm should take on 2 cores alone (see the module docstring)."""
-    return warm_start_s(arm) + rl_s(arm)
+    cfg = resolved_config(arm)
+    return warm_start_s(cfg) + rl_s(cfg)
 
 
 def sweep_estimate_s(arms: Sequence[Arm]) -> float:
@@ -93,29 +93,29 @@ def sweep_estimate_s(arms: Sequence[Arm]) -> float:
     (reproduce.py passes one): each distinct warm start is paid once."""
     from crl_jax.warm_cache import warm_start_key
     warm: dict[str, float] = {}
+    total = 0.0
     for arm in arms:
-        key = warm_start_key(resolved_config(arm))
-        warm[key] = max(warm.get(key, 0.0), warm_start_s(arm))
-    return sum(rl_s(a) for a in arms) + sum(warm.values())
+        cfg = resolved_config(arm)
+        key = warm_start_key(cfg)
+        warm[key] = max(warm.get(key, 0.0), warm_start_s(cfg))
+        total += rl_s(cfg)
+    return total + sum(warm.values())
 
 
 def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), seed: int = 0,
              mode: str = "comp_rl") -> Arm:
     """The arm ``label`` of a figure: preset + budget overrides + ``extra``,
-    with experience.mode=``mode`` (an ``extra`` mode wins)."""
-    arm = Arm(label, preset, (*base_overrides(budget), f"experience.mode={mode}", *extra), seed)
-    arm = Arm(label, preset, _without_preset_values(preset, arm.overrides), seed)
-    return Arm(label, preset, arm.overrides, seed, estimate_s(arm))
-
-
-def _without_preset_values(preset: str, overrides: Sequence[str]) -> tuple[str, ...]:
-    """Drops the overrides that set what the preset already has (except the
-    always-explicit experience.mode): e.g. SDAE's "on" arm on a preset with
-    SDAE on is then the same run as Fig. 6's, not a duplicate."""
+    with experience.mode=``mode`` (an ``extra`` mode wins); overrides that set
+    what the preset already has are dropped (except the always-explicit
+    experience.mode), so SDAE's "on" arm on a preset with SDAE on is the same
+    run as Fig. 6's, not a duplicate."""
     from crl_jax.config_tools import apply_overrides, load_preset
+    given = Arm(label, preset, (*base_overrides(budget), f"experience.mode={mode}", *extra), seed)
     base = load_preset(preset)
-    return tuple(item for item in overrides if item.startswith("experience.mode=")
+    kept = tuple(item for item in given.overrides if item.startswith("experience.mode=")
                  or apply_overrides(base, [item]) != base)
+    arm = Arm(label, preset, kept, seed)
+    return dataclasses.replace(arm, est_s=estimate_s(arm))
 
 
 def comp_and_baseline(preset: str, budget: str, seed_list: Sequence[int],

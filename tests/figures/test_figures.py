@@ -97,6 +97,11 @@ def test_figures_share_runs_with_fig6():
     fig6 = {a.key for a in fig6_success.arms("quick")}
     fig3 = {a.key for a in fig3_pilot.arms("quick")}
     assert len(fig3 & fig6) == 2  # Baseline and Comp. RL on MiniHack Room, seed 0
+    # alfworld_cpu has SDAE on: SDAE's "on" arms are Fig. 6's runs, its "off" arms are not
+    from experiments.figures import sdae
+    on = {a.key for a in sdae.arms("quick") if a.label.endswith("+ SDAE")}
+    off = {a.key for a in sdae.arms("quick") if not a.label.endswith("+ SDAE")}
+    assert on <= fig6 and not off & fig6 and len(off) == len(on) > 0
     assert len(arms) == len({a.key for a in arms})
     assert sum(a.est_s for a in arms) < 3600  # the stated quick budget
 
