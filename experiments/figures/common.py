@@ -153,6 +153,55 @@ def is_finished(arm: Arm, root: str) -> bool:
     return done is not None and done >= expected_steps(arm)
 
 
+# Settings that say where a run lives, not what it does.
+_PLACE_KEYS = ("warm_start.cache_dir", "train.out_dir")
+
+
+def arm_config(arm: Arm):
+    """The arm's full RunConfig today (preset + overrides + seed); unknown keys raise."""
+    from crl_jax.config_tools import apply_overrides, load_preset
+    return apply_overrides(load_preset(arm.preset),
+                           [*arm.overrides, f"train.seed={int(arm.seed)}"])
+
+
+def stale_settings(arm: Arm, directory: str) -> list[str]:
+    """The settings on which the run in ``directory`` (its config.json)
+    differs from what the arm resolves to today, as "key: then -> now";
+    empty when they agree or the run saved no config. A run name hashes the
+    arm's overrides, not its preset, so a preset edited since the run would
+    otherwise be silently mixed into figures with runs of the new one."""
+    path = os.path.join(directory, "config.json")
+    if not os.path.exists(path):
+        return []
+    from crl_jax.config_tools import flatten_config, load_config_json
+    from crl_jax.run_config import RunConfig
+    now = flatten_config(arm_config(arm))
+    try:
+        then = flatten_config(load_config_json(RunConfig, path))
+    except (ValueError, TypeError, KeyError) as err:
+        return [f"config.json no longer loads ({err})"]
+    return [f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(then))
+            if k not in _PLACE_KEYS and then.get(k) != now.get(k)]
+
+
+def set_aside_if_stale(arm: Arm, root: str, log: Callable[[str], None] = print) -> str | None:
+    """Renames a run directory (and its record) made with other settings than
+    the arm's today to <name>.stale-<time>, so the arm runs afresh; returns
+    the new path, or None when nothing was stale."""
+    out = run_dir(arm, root)
+    diff = stale_settings(arm, out)
+    if not diff:
+        return None
+    aside = f"{out}.stale-{time.strftime('%Y%m%d-%H%M%S')}"
+    os.replace(out, aside)
+    if os.path.exists(_record_path(arm, root)):
+        os.replace(_record_path(arm, root), aside + ".arm.json")
+    shown = "; ".join(diff[:6]) + (f"; and {len(diff) - 6} more" if len(diff) > 6 else "")
+    log(f"{arm.run_name}: its settings changed since it ran ({shown}); "
+        f"moved to {os.path.basename(aside)}, running it again")
+    return aside
+
+
 def has_checkpoint(directory: str) -> bool:
     ckpt = os.path.join(directory, "checkpoints")
     return os.path.isdir(ckpt) and any(name.isdigit() for name in os.listdir(ckpt))
@@ -190,12 +239,14 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
             warm_cache: str | None = None) -> ArmResult:
     """Runs one arm in a subprocess unless its run directory already holds a
     finished metrics.jsonl. An unfinished run with a checkpoint is resumed
-    (--resume); one without a checkpoint starts again with fresh metrics.
+    (--resume); one without a checkpoint starts again with fresh metrics. A
+    run made with other settings than the arm's today is set aside first.
     Warm starts are shared through <root>/warm_start_cache unless
     ``warm_cache`` says otherwise ("" = none). Output goes to <run dir>/run.log;
     <root>/<run name>.arm.json records the arm, its command and every
     attempt's wall time."""
     out = run_dir(arm, root)
+    set_aside_if_stale(arm, root)
     if is_finished(arm, root):
         return ArmResult(arm, "skipped", 0.0, 0)
     os.makedirs(out, exist_ok=True)

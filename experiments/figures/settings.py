@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from experiments.figures.common import Arm, check_budget
+from experiments.figures.common import Arm, arm_config, check_budget
 
 # Overrides shared by every arm of a budget (keys the presets all have).
 QUICK = ("train.steps=2", "train.eval_every=2", "train.checkpoint_every=2",
@@ -56,11 +56,6 @@ def seeds(budget: str, kind: str = "main") -> tuple[int, ...]:
     return SEEDS[check_budget(budget)][kind]
 
 
-def resolved_config(arm: Arm):
-    """The arm's full RunConfig (preset + overrides + seed); unknown keys raise."""
-    from crl_jax.config_tools import apply_overrides, load_preset
-    return apply_overrides(load_preset(arm.preset),
-                           [*arm.overrides, f"train.seed={int(arm.seed)}"])
 
 
 def warm_start_s(cfg) -> float:
@@ -84,7 +79,7 @@ def rl_s(cfg) -> float:
 
 def estimate_s(arm: Arm) -> float:
     """Seconds one arm should take on 2 cores alone (see the module docstring)."""
-    cfg = resolved_config(arm)
+    cfg = arm_config(arm)
     return warm_start_s(cfg) + rl_s(cfg)
 
 
@@ -95,7 +90,7 @@ def sweep_estimate_s(arms: Sequence[Arm]) -> float:
     warm: dict[str, float] = {}
     total = 0.0
     for arm in arms:
-        cfg = resolved_config(arm)
+        cfg = arm_config(arm)
         key = warm_start_key(cfg)
         warm[key] = max(warm.get(key, 0.0), warm_start_s(cfg))
         total += rl_s(cfg)

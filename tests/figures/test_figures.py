@@ -150,6 +150,31 @@ def test_run_arm_skips_finished_resumes_checkpointed_restarts_others(tmp_path):
     assert record["wall_s"] == pytest.approx(sum(a["wall_s"] for a in record["attempts"]))
 
 
+def test_run_made_with_other_settings_is_set_aside_and_rerun(tmp_path):
+    from crl_jax.config_tools import apply_overrides, save_config_json
+    root = str(tmp_path)
+    arm = common.Arm("x", "alfworld_cpu", ("train.steps=3",), 0)
+    out = common.run_dir(arm, root)
+    assert common.run_arm(arm, root, runner=FakeRunner(3)).status == "done"  # + its record
+    # the same settings in another place: not stale, skipped
+    same = apply_overrides(common.arm_config(arm), ["train.out_dir=elsewhere",
+                                                    "warm_start.cache_dir=/c"])
+    save_config_json(same, os.path.join(out, "config.json"))
+    assert common.stale_settings(arm, out) == []
+    assert common.run_arm(arm, root, runner=FakeRunner(3)).status == "skipped"
+    # the preset has changed since: the old run is moved aside and the arm runs again
+    old = apply_overrides(common.arm_config(arm), ["train.eval_every=7"])
+    save_config_json(old, os.path.join(out, "config.json"))
+    assert common.stale_settings(arm, out) == ["train.eval_every: 7 -> 5"]
+    runner = FakeRunner(3)
+    assert common.run_arm(arm, root, runner=runner).status == "done" and len(runner.calls) == 1
+    aside = [n for n in os.listdir(root) if ".stale-" in n]
+    assert len(aside) == 2  # the directory and its record
+    moved = next(os.path.join(root, n) for n in aside if not n.endswith(".arm.json"))
+    assert os.path.exists(os.path.join(moved, "config.json"))
+    assert not os.path.exists(os.path.join(out, "config.json"))  # the fake run wrote none
+
+
 # --------------------------------------------------------------------------- end to end
 
 
