@@ -280,37 +280,6 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
     return ArmResult(arm, "done" if finished else "failed", wall, code)
 
 
-def _fmt(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
-
-
-def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
-             log: Callable[[str], None] = print, **kw) -> list[ArmResult]:
-    """Runs the (deduplicated) arms one after another, printing progress.
-    The ETA scales the remaining arms' estimates by how the finished ones
-    compared with theirs (or uses their mean wall time without estimates)."""
-    arms = dedupe_arms(arms)
-    results, t0 = [], time.perf_counter()
-    spent = estimated = 0.0
-    for i, arm in enumerate(arms, 1):
-        log(f"[{i}/{len(arms)}] {arm.label} | {arm.preset} seed={arm.seed} -> {arm.run_name}")
-        res = run_arm(arm, root, timeout_s, **kw)
-        results.append(res)
-        if res.status != "skipped":
-            spent += res.wall_s
-            estimated += arm.est_s
-        rest = arms[i:]
-        ran = sum(r.status != "skipped" for r in results)
-        if estimated > 0:
-            eta = sum(a.est_s for a in rest) * spent / estimated
-        else:
-            eta = len(rest) * (spent / ran if ran else 0.0)
-        log(f"[{i}/{len(arms)}] {res.status} in {_fmt(res.wall_s)} (rc={res.returncode}) | "
-            f"elapsed {_fmt(time.perf_counter() - t0)} | ETA {_fmt(eta)}")
-    return results
-
-
 # --------------------------------------------------------------------------- #
 # Aggregation
 # --------------------------------------------------------------------------- #

@@ -3,11 +3,13 @@
     python experiments/figures/reproduce.py --budget=quick [--root=runs/figures] [--only=fig6,table1]
     python experiments/figures/reproduce.py --budget=full --dry_run   # arms and estimated time
     python experiments/figures/reproduce.py --budget=full --only=fig6,fig7 --presets=alfworld_cpu
+    python experiments/figures/reproduce.py --budget=full --jobs=2   # two arms at a time
 
 Arms of all scripts are collected and deduplicated (one run per preset,
-overrides and seed), run one after another (finished runs are skipped,
-unfinished ones resume from their checkpoint), then every script draws
-from the run directories.
+overrides and seed), run one after another or --jobs at a time (finished
+runs are skipped, unfinished ones resume from their checkpoint, runs made
+with settings that have changed since are set aside and rerun), then every
+script draws from the run directories.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from absl import app, flags  # noqa: E402
 
 from experiments.figures import common, settings  # noqa: E402
 from experiments.figures.results_doc import write_results  # noqa: E402
+from experiments.figures.sweep import run_arms  # noqa: E402
 
 SCRIPTS = ("fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask", "fig9",
            "fig5_ablations", "sdae")
@@ -38,6 +41,8 @@ flags.DEFINE_list("presets", [], "run only the arms of these presets (e.g. alfwo
 flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
 flags.DEFINE_bool("dry_run", False, "list the arms with their estimated time and stop")
 flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
+flags.DEFINE_integer("jobs", 1, "arms run at once, each its own process (arms of one warm start "
+                     "wait until the first has cached it); 2 suit 2 cores, more need more cores")
 FLAGS = flags.FLAGS
 
 
@@ -76,7 +81,7 @@ def main(argv):
         return
     start = time.perf_counter()
     if not FLAGS.skip_runs:
-        common.run_arms(arms, FLAGS.root, FLAGS.timeout_s)
+        run_arms(arms, FLAGS.root, FLAGS.timeout_s, jobs=FLAGS.jobs)
     reports = make_all(mods, FLAGS.root, FLAGS.budget, FLAGS.out)
     wall = time.perf_counter() - start
     cmd = " ".join(["python", "experiments/figures/reproduce.py", *sys.argv[1:]])

@@ -70,13 +70,15 @@ def figure_main(module) -> None:
     flags.DEFINE_string("out", common.DEFAULT_OUT, "where the PNG and JSON go")
     flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
     flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
+    flags.DEFINE_integer("jobs", 1, "arms run at once (each is its own process)")
     FLAGS = flags.FLAGS
 
     def main(argv):
         del argv
         arms = module.arms(FLAGS.budget)
         if not FLAGS.skip_runs:
-            common.run_arms(arms, FLAGS.root, FLAGS.timeout_s)
+            from experiments.figures.sweep import run_arms
+            run_arms(arms, FLAGS.root, FLAGS.timeout_s, jobs=FLAGS.jobs)
         for rep in module.make(FLAGS.root, FLAGS.budget, FLAGS.out):
             print(f"wrote {rep['png']} and {rep['json']}")
             for note in rep["notes"]:

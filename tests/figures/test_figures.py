@@ -175,6 +175,60 @@ def test_run_made_with_other_settings_is_set_aside_and_rerun(tmp_path):
     assert not os.path.exists(os.path.join(out, "config.json"))  # the fake run wrote none
 
 
+def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tmp_path):
+    import threading
+    import time as _time
+    from experiments.figures import sweep
+    root, cache = str(tmp_path / "runs"), str(tmp_path / "cache")
+    steps = ("train.steps=2",)
+    arms = [common.Arm("comp", "alfworld_cpu", (*steps, "experience.mode=comp_rl"), 0),
+            common.Arm("comp", "alfworld_cpu", (*steps, "experience.mode=comp_rl"), 1),
+            common.Arm("base", "alfworld_cpu", (*steps, "experience.mode=none"), 0),
+            common.Arm("comp", "minihack_room_cpu", (*steps, "experience.mode=comp_rl"), 0)]
+    by_dir = {common.run_dir(a, root): a for a in arms}
+    lock, state = threading.Lock(), {"active": 0, "peak": 0, "building": set()}
+    builds, starts = [], []
+
+    def runner(cmd, **kw):
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        assert f"warm_start.cache_dir={cache}" in cmd
+        arm = by_dir[out]
+        key, names = sweep.warm_start_need(arm)
+        with lock:
+            starts.append(arm.run_name)
+            state["active"] += 1
+            state["peak"] = max(state["peak"], state["active"])
+            fresh = not sweep.warm_cached(cache, key, names)
+            if fresh:
+                assert key not in state["building"], "two runs trained one warm start at once"
+                state["building"].add(key)
+                builds.append(key)
+        _time.sleep(0.3)
+        if fresh:
+            os.makedirs(os.path.join(cache, key), exist_ok=True)
+            for n in names:
+                open(os.path.join(cache, key, f"{n}.npz"), "w").close()
+            with lock:
+                state["building"].discard(key)
+        write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
+        with lock:
+            state["active"] -= 1
+        return subprocess.CompletedProcess(cmd, 0)
+
+    lines = []
+    results = sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lines.append)
+    assert [r.arm for r in results] == arms and all(r.status == "done" for r in results)
+    assert state["peak"] == 2
+    assert sorted(builds) == sorted({sweep.warm_start_need(a)[0] for a in arms})  # once each
+    # MiniHack's arm did not wait behind ALFWorld's second seed, which waited for the cache
+    assert starts.index(arms[3].run_name) < starts.index(arms[1].run_name)
+    assert sum("finished |" in line for line in lines) == 4
+    again = sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lines.append)
+    assert [r.status for r in again] == ["skipped"] * 4
+    with pytest.raises(ValueError, match="jobs=0"):
+        sweep.run_arms(arms, root, jobs=0)
+
+
 # --------------------------------------------------------------------------- end to end
 
 

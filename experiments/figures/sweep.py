@@ -1,0 +1,112 @@
+"""Running many arms: one after another, or several at once (``jobs``).
+
+Arms of one preset share a warm start through the sweep's warm-start cache
+(crl_jax/warm_cache.py). With several jobs, an arm whose warm start is not
+cached yet waits while another arm of the same warm start is building it
+(two processes would both train it, and the second would overwrite the
+first's entry with other weights); arms whose warm start is cached, or that
+are the first of their warm start, run as soon as a job is free.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import time
+from typing import Callable, Sequence
+
+from experiments.figures.common import Arm, ArmResult, arm_config, dedupe_arms, run_arm
+
+
+def _fmt(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
+
+
+def warm_start_need(arm: Arm) -> tuple[str, tuple[str, ...]]:
+    """(warm-start cache key, the weights the arm needs from it): an arm
+    without experience needs only the actor."""
+    from crl_jax.warm_cache import warm_start_key
+    cfg = arm_config(arm)
+    names = ("actor",) if cfg.experience.mode == "none" else ("actor", "extractor")
+    return warm_start_key(cfg), names
+
+
+def warm_cached(cache_dir: str, key: str, names: Sequence[str]) -> bool:
+    return all(os.path.exists(os.path.join(cache_dir, key, f"{n}.npz")) for n in names)
+
+
+class _Progress:
+    """Progress lines with an ETA that scales the remaining arms' estimates by
+    how the finished ones compared with theirs (their mean wall time when
+    arms carry no estimate), divided by the number of jobs."""
+
+    def __init__(self, arms: Sequence[Arm], jobs: int, log: Callable[[str], None]):
+        self.arms, self.jobs, self.log = arms, jobs, log
+        self.t0 = time.perf_counter()
+        self.spent = self.estimated = 0.0
+        self.ran = self.done = 0
+
+    def started(self, i: int, arm: Arm) -> None:
+        self.log(f"[{i}/{len(self.arms)}] {arm.label} | {arm.preset} seed={arm.seed} -> "
+                 f"{arm.run_name}")
+
+    def finished(self, i: int, res: ArmResult, rest: Sequence[Arm]) -> None:
+        self.done += 1
+        if res.status != "skipped":
+            self.ran += 1
+            self.spent += res.wall_s
+            self.estimated += res.arm.est_s
+        if self.estimated > 0:
+            eta = sum(a.est_s for a in rest) * self.spent / self.estimated
+        else:
+            eta = len(rest) * (self.spent / self.ran if self.ran else 0.0)
+        self.log(f"[{i}/{len(self.arms)}] {res.status} in {_fmt(res.wall_s)} "
+                 f"(rc={res.returncode}) | {self.done}/{len(self.arms)} finished | elapsed "
+                 f"{_fmt(time.perf_counter() - self.t0)} | ETA {_fmt(eta / self.jobs)}")
+
+
+def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
+             log: Callable[[str], None] = print, jobs: int = 1,
+             warm_cache: str | None = None, **kw) -> list[ArmResult]:
+    """Runs the (deduplicated) arms, ``jobs`` at a time, printing progress;
+    returns their results in the arms' order."""
+    if jobs < 1:
+        raise ValueError(f"jobs={jobs} must be at least 1")
+    arms = dedupe_arms(arms)
+    progress = _Progress(arms, jobs, log)
+    if jobs == 1:
+        results = []
+        for i, arm in enumerate(arms, 1):
+            progress.started(i, arm)
+            results.append(run_arm(arm, root, timeout_s, warm_cache=warm_cache, **kw))
+            progress.finished(i, results[-1], arms[i:])
+        return results
+    cache = warm_cache if warm_cache is not None else os.path.join(
+        os.path.abspath(root), "warm_start_cache")
+    needs = {arm.key: warm_start_need(arm) for arm in arms}
+    pending = list(enumerate(arms, 1))
+    running: dict[cf.Future, tuple[int, Arm]] = {}
+    building: set[str] = set()  # warm-start keys a running arm is training
+    results: dict[int, ArmResult] = {}
+    with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
+        while pending or running:
+            for item in list(pending):
+                if len(running) >= jobs:
+                    break
+                i, arm = item
+                key, names = needs[arm.key]
+                ready = not cache or warm_cached(cache, key, names)
+                if not ready and key in building:
+                    continue  # wait for the arm that is building this warm start
+                if not ready:
+                    building.add(key)
+                pending.remove(item)
+                progress.started(i, arm)
+                running[pool.submit(run_arm, arm, root, timeout_s, warm_cache=cache, **kw)] = item
+            done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                i, arm = running.pop(fut)
+                building.discard(needs[arm.key][0])
+                results[i] = fut.result()
+                progress.finished(i, results[i], [a for _, a in pending])
+    return [results[i] for i in sorted(results)]
