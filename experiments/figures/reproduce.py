@@ -3,7 +3,7 @@
     python experiments/figures/reproduce.py --budget=quick [--root=runs/figures] [--only=fig6,table1]
     python experiments/figures/reproduce.py --budget=full --dry_run   # arms and estimated time
     python experiments/figures/reproduce.py --budget=full --only=fig6,fig7 --presets=alfworld_cpu
-    python experiments/figures/reproduce.py --budget=full --jobs=2   # two arms at a time
+    python experiments/figures/reproduce.py --budget=full --jobs=2 --seeds=0   # seed 0, 2 at a time
 
 Arms of all scripts are collected and deduplicated (one run per preset,
 overrides and seed), run one after another or --jobs at a time (finished
@@ -38,6 +38,8 @@ flags.DEFINE_string("results", os.path.join(common.REPO, "docs", "RESULTS.md"), 
 flags.DEFINE_list("only", [], f"scripts to make (default all): {', '.join(SCRIPTS)} or {sorted(ALIASES)}")
 flags.DEFINE_list("presets", [], "run only the arms of these presets (e.g. alfworld_cpu); "
                   "figures still draw every arm that has a run directory")
+flags.DEFINE_list("seeds", [], "run only the arms of these RL seeds (e.g. 0: one seed of every "
+                  "arm first); figures still draw every arm that has a run directory")
 flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
 flags.DEFINE_bool("dry_run", False, "list the arms with their estimated time and stop")
 flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
@@ -72,6 +74,12 @@ def main(argv):
         if bad:
             raise ValueError(f"--presets {bad} have no arms in these figures; valid: {known}")
         arms = [a for a in arms if a.preset in FLAGS.presets]
+    if FLAGS.seeds:
+        known = sorted({str(a.seed) for a in arms})
+        bad = [x for x in FLAGS.seeds if x not in known]
+        if bad:
+            raise ValueError(f"--seeds {bad} have no arms in these figures; valid: {known}")
+        arms = [a for a in arms if str(a.seed) in FLAGS.seeds]
     total_est = settings.sweep_estimate_s(arms)
     print(f"{len(arms)} runs, estimated {total_est / 60:.0f} min on 2 cores with shared warm "
           f"starts (budget {FLAGS.budget})")

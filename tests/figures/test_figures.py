@@ -323,7 +323,7 @@ def test_results_doc_keeps_a_hand_written_reading(tmp_path):
     assert "## Reading\n\nComp. RL does not beat it here." in text and "TODO" not in text
 
 
-def test_presets_flag_restricts_the_arms_and_rejects_unknown_presets():
+def test_presets_and_seeds_flags_restrict_the_arms_and_reject_unknown_values():
     base = [sys.executable, os.path.join(REPO, "experiments", "figures", "reproduce.py"),
             "--budget=quick", "--only=fig6", "--dry_run"]
     proc = subprocess.run(base + ["--presets=alfworld_cpu"], cwd=REPO, capture_output=True,
@@ -334,3 +334,9 @@ def test_presets_flag_restricts_the_arms_and_rejects_unknown_presets():
     bad = subprocess.run(base + ["--presets=nope"], cwd=REPO, capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode != 0 and "valid: ['alfworld_cpu'" in bad.stderr
+    some = subprocess.run(base + ["--presets=alfworld_cpu", "--seeds=0,2"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    listed = [line for line in some.stdout.splitlines() if "min alone" in line]
+    assert len(listed) == 4 and all(("-s0-" in x) != ("-s2-" in x) for x in listed), some.stderr
+    bad = subprocess.run(base + ["--seeds=7"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "valid: ['0', '1', '2']" in bad.stderr
