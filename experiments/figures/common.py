@@ -63,13 +63,15 @@ def normalize_overrides(overrides: Iterable[str]) -> tuple[str, ...]:
 @dataclasses.dataclass(frozen=True)
 class Arm:
     """One training run of a figure. ``label`` names it in plots only;
-    ``est_s`` is a time estimate in seconds used for the ETA."""
+    ``est_s`` is a time estimate in seconds used for the ETA; ``alone`` makes
+    a parallel sweep run it by itself. None of these is part of its key."""
 
     label: str
     preset: str
     overrides: tuple[str, ...] = ()
     seed: int = 0
     est_s: float = 0.0
+    alone: bool = False  # it measures time: no other arm may run beside it
 
     def __post_init__(self):
         object.__setattr__(self, "overrides", normalize_overrides(self.overrides))

@@ -13,6 +13,7 @@ after the first (which compiles).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -51,7 +52,8 @@ def latency_arms(budget: str) -> list[common.Arm]:
                  "warm_start.demos=8", "warm_start.actor_steps=2", "warm_start.extractor_steps=2",
                  "experience.extractor_train_after=1", "experience.bank.train_batch_size=8")
         for mode, label in (("comp_rl", "with experience pipeline"), ("none", "without")):
-            out.append(settings.make_arm(f"{label} @ {tasks * 4}", PRESET, budget, extra, 0, mode))
+            arm = settings.make_arm(f"{label} @ {tasks * 4}", PRESET, budget, extra, 0, mode)
+            out.append(dataclasses.replace(arm, alone=True))  # a parallel sweep would skew its timing
     return out
 
 

@@ -5,7 +5,8 @@ Arms of one preset share a warm start through the sweep's warm-start cache
 cached yet waits while another arm of the same warm start is building it
 (two processes would both train it, and the second would overwrite the
 first's entry with other weights); arms whose warm start is cached, or that
-are the first of their warm start, run as soon as a job is free.
+are the first of their warm start, run as soon as a job is free. An arm
+marked ``alone`` (it measures time) runs with nothing beside it.
 """
 from __future__ import annotations
 
@@ -91,9 +92,11 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
     with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
         while pending or running:
             for item in list(pending):
-                if len(running) >= jobs:
-                    break
                 i, arm = item
+                if len(running) >= jobs or any(a.alone for _, a in running.values()):
+                    break
+                if arm.alone and running:
+                    break  # let the running arms drain, then time this one by itself
                 key, names = needs[arm.key]
                 ready = not cache or warm_cached(cache, key, names)
                 if not ready and key in building:

@@ -176,6 +176,8 @@ def test_run_made_with_other_settings_is_set_aside_and_rerun(tmp_path):
 
 
 def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tmp_path):
+    """Two jobs: no warm start trained twice at once, other warm starts go ahead,
+    an arm marked alone (a timing run) has nothing beside it."""
     import threading
     import time as _time
     from experiments.figures import sweep
@@ -184,7 +186,9 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
     arms = [common.Arm("comp", "alfworld_cpu", (*steps, "experience.mode=comp_rl"), 0),
             common.Arm("comp", "alfworld_cpu", (*steps, "experience.mode=comp_rl"), 1),
             common.Arm("base", "alfworld_cpu", (*steps, "experience.mode=none"), 0),
-            common.Arm("comp", "minihack_room_cpu", (*steps, "experience.mode=comp_rl"), 0)]
+            common.Arm("comp", "minihack_room_cpu", (*steps, "experience.mode=comp_rl"), 0),
+            common.Arm("timed", "alfworld_cpu", (*steps, "experience.mode=none"), 1, alone=True),
+            common.Arm("base", "alfworld_cpu", (*steps, "experience.mode=none"), 2)]
     by_dir = {common.run_dir(a, root): a for a in arms}
     lock, state = threading.Lock(), {"active": 0, "peak": 0, "building": set()}
     builds, starts = [], []
@@ -195,6 +199,8 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
         arm = by_dir[out]
         key, names = sweep.warm_start_need(arm)
         with lock:
+            assert not state.get("alone") and (state["active"] == 0 or not arm.alone)
+            state["alone"] = arm.alone
             starts.append(arm.run_name)
             state["active"] += 1
             state["peak"] = max(state["peak"], state["active"])
@@ -203,7 +209,7 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
                 assert key not in state["building"], "two runs trained one warm start at once"
                 state["building"].add(key)
                 builds.append(key)
-        _time.sleep(0.3)
+        _time.sleep(0.15 * (1 + len(starts) % 3))  # unequal, so runs end at different times
         if fresh:
             os.makedirs(os.path.join(cache, key), exist_ok=True)
             for n in names:
@@ -213,6 +219,7 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
         write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
         with lock:
             state["active"] -= 1
+            state["alone"] = False
         return subprocess.CompletedProcess(cmd, 0)
 
     lines = []
@@ -222,9 +229,9 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
     assert sorted(builds) == sorted({sweep.warm_start_need(a)[0] for a in arms})  # once each
     # MiniHack's arm did not wait behind ALFWorld's second seed, which waited for the cache
     assert starts.index(arms[3].run_name) < starts.index(arms[1].run_name)
-    assert sum("finished |" in line for line in lines) == 4
+    assert sum("finished |" in line for line in lines) == 6
     again = sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lines.append)
-    assert [r.status for r in again] == ["skipped"] * 4
+    assert [r.status for r in again] == ["skipped"] * 6
     with pytest.raises(ValueError, match="jobs=0"):
         sweep.run_arms(arms, root, jobs=0)
 
