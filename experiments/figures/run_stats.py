@@ -1,0 +1,102 @@
+"""Diagnostics of finished runs, from their metrics.jsonl alone: how success
+moved, whether guided episodes beat free ones, how often the extractor's
+answers were malformed, how large the bank grew. The numbers behind the
+"why" part of docs/RESULTS_READING.md.
+
+    python experiments/figures/run_stats.py --root=runs/figures --preset=minihack_room_cpu
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from typing import Mapping, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from experiments.figures import common  # noqa: E402
+
+# (column, how it is computed from the rows; see run_summary)
+COLUMNS = ("seed", "mode", "settings", "steps", "train first 5", "train last 5", "guided", "free",
+           "eval0 no exp", "evalN no exp", "evalN with exp", "malformed", "bank")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def _series(rows: Sequence[Mapping], key: str) -> list[float]:
+    return [float(r[key]) for r in sorted(rows, key=lambda r: r["step"]) if key in r]
+
+
+def run_summary(rows: Sequence[Mapping]) -> dict:
+    """One run's diagnostics: training success over its first and last 5
+    steps; guided and free training success (means over the steps that had
+    such episodes); first and last held-out evaluations; the share of the
+    extractor's calls whose answer was malformed (counters are cumulative, so
+    the last row holds the totals); the bank's final size."""
+    train = _series(rows, "train/success")
+    last = max(rows, key=lambda r: r["step"]) if rows else {}
+    calls = last.get("manager/extractor_calls", 0)
+    no_exp = _series(rows, "eval_no_exp/success")
+    with_exp = _series(rows, "eval_with_exp/success")
+    return {"steps": int(last.get("step", 0)),
+            "train first 5": _mean(train[:5]), "train last 5": _mean(train[-5:]),
+            "guided": _mean(_series(rows, "train/success_guided")),
+            "free": _mean(_series(rows, "train/success_free")),
+            "eval0 no exp": no_exp[0] if no_exp else float("nan"),
+            "evalN no exp": no_exp[-1] if no_exp else float("nan"),
+            "evalN with exp": with_exp[-1] if with_exp else float("nan"),
+            "malformed": last.get("manager/calls_malformed", 0) / calls if calls else float("nan"),
+            "bank": last.get("bank/size", float("nan"))}
+
+
+def run_dirs(root: str, preset: str) -> list[str]:
+    """Finished-or-not run directories of ``preset`` under ``root`` (not the
+    ones set aside as stale)."""
+    found = glob.glob(os.path.join(root, f"{preset}-s*-*"))
+    return sorted(d for d in found if os.path.isdir(d) and ".stale-" not in d
+                  and os.path.exists(os.path.join(d, common.METRICS)))
+
+
+_NOT_SETTINGS = ("train.seed", "experience.mode", "train.out_dir", "warm_start.cache_dir")
+
+
+def describe(directory: str, preset: str) -> dict:
+    """The run's diagnostics, its seed and mode, and the settings where it
+    departs from its preset (what makes it an ablation)."""
+    from crl_jax.config_tools import flatten_config, load_config_json, load_preset
+    from crl_jax.run_config import RunConfig
+    cfg = flatten_config(load_config_json(RunConfig, os.path.join(directory, "config.json")))
+    base = flatten_config(load_preset(preset))
+    changed = [f"{k}={v}" for k, v in cfg.items() if k not in _NOT_SETTINGS and base.get(k) != v]
+    rows = common.read_rows(os.path.join(directory, common.METRICS))
+    return {"run": os.path.basename(directory), "seed": cfg["train.seed"],
+            "mode": cfg["experience.mode"], "settings": " ".join(changed) or "preset",
+            **run_summary(rows)}
+
+
+def format_table(records: Sequence[dict]) -> str:
+    def cell(v):
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+    head = "| run | " + " | ".join(COLUMNS) + " |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 1)]
+    lines += ["| " + " | ".join([r["run"], *(cell(r[c]) for c in COLUMNS)]) + " |"
+              for r in records]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", default=common.DEFAULT_ROOT)
+    parser.add_argument("--preset", required=True)
+    args = parser.parse_args(argv)
+    dirs = run_dirs(args.root, args.preset)
+    if not dirs:
+        raise SystemExit(f"no runs of {args.preset} under {args.root}")
+    print(format_table([describe(d, args.preset) for d in dirs]))
+
+
+if __name__ == "__main__":
+    main()

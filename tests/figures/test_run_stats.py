@@ -1,0 +1,52 @@
+"""run_stats: one run's diagnostics against values computed by hand, and the
+table over real run directories (config.json + metrics.jsonl)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from experiments.figures import common, run_stats
+
+
+def test_run_summary_matches_hand_computed_values():
+    rows = [{"step": 0, "eval_no_exp/success": 0.25, "eval_with_exp/success": 0.5}]
+    for step in range(1, 8):  # train success 0.1 .. 0.7
+        rows.append({"step": step, "train/success": step / 10,
+                     "manager/extractor_calls": 4 * step, "manager/calls_malformed": step,
+                     "bank/size": 10 + step})
+    rows[2]["train/success_guided"], rows[5]["train/success_guided"] = 0.2, 0.6  # steps 2, 5
+    rows[3]["train/success_free"] = 0.9
+    rows[7].update({"eval_no_exp/success": 0.75, "eval_with_exp/success": 0.125})
+    s = run_stats.run_summary(list(reversed(rows)))  # order of rows does not matter
+    assert s["steps"] == 7
+    assert s["train first 5"] == pytest.approx((0.1 + 0.2 + 0.3 + 0.4 + 0.5) / 5)
+    assert s["train last 5"] == pytest.approx((0.3 + 0.4 + 0.5 + 0.6 + 0.7) / 5)
+    assert s["guided"] == pytest.approx(0.4) and s["free"] == pytest.approx(0.9)
+    assert (s["eval0 no exp"], s["evalN no exp"], s["evalN with exp"]) == (0.25, 0.75, 0.125)
+    assert s["malformed"] == pytest.approx(7 / 28) and s["bank"] == 17
+    empty = run_stats.run_summary([{"step": 0}])  # a baseline row set: nothing to average
+    assert math.isnan(empty["guided"]) and math.isnan(empty["malformed"])
+
+
+def test_table_over_run_directories_names_the_ablation_settings(tmp_path):
+    from crl_jax.config_tools import save_config_json
+    root = str(tmp_path)
+    arm = common.Arm("x", "minihack_room_cpu",
+                     ("experience.guided_fraction=1.0", "experience.mode=comp_rl"), 2)
+    out = common.run_dir(arm, root)
+    os.makedirs(out)
+    save_config_json(common.arm_config(arm), os.path.join(out, "config.json"))
+    with open(os.path.join(out, "metrics.jsonl"), "w") as f:
+        f.write(json.dumps({"step": 1, "train/success": 0.5}) + "\n")
+    os.makedirs(out + ".stale-20260101-000000")  # set aside: not listed
+    assert run_stats.run_dirs(root, "minihack_room_cpu") == [out]
+    rec = run_stats.describe(out, "minihack_room_cpu")
+    assert rec["seed"] == 2 and rec["mode"] == "comp_rl"
+    assert rec["settings"] == "experience.guided_fraction=1.0"
+    table = run_stats.format_table([rec])
+    assert table.splitlines()[2].startswith(f"| {os.path.basename(out)} | 2 | comp_rl |")
+    with pytest.raises(SystemExit, match="no runs of webshop_cpu"):
+        run_stats.main(["--root", root, "--preset", "webshop_cpu"])
