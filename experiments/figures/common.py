@@ -352,13 +352,19 @@ def ratio(num: dict, den: dict) -> dict:
 
 
 def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]], list[str]]:
-    """{label: {seed: rows}} for arms with a metrics.jsonl, and notes naming the missing ones."""
+    """{label: {seed: rows}} for arms with a metrics.jsonl, and notes naming
+    the missing ones; a run made with other settings than the arm's today is
+    left out (and named), not drawn as if it were the arm."""
     out: dict[str, dict[int, list]] = {}
     missing = []
     for arm in arms:
         path = os.path.join(run_dir(arm, root), METRICS)
         rows = read_rows(path) if os.path.exists(path) else []
-        if rows:
+        stale = stale_settings(arm, run_dir(arm, root)) if rows else []
+        if stale:
+            missing.append(f"{arm.label} (seed {arm.seed}): {run_dir(arm, root)} was made with "
+                           f"other settings ({'; '.join(stale[:3])}); rerun it")
+        elif rows:
             out.setdefault(arm.label, {})[arm.seed] = rows
         else:
             missing.append(f"{arm.label} (seed {arm.seed}): no metrics in {run_dir(arm, root)}")

@@ -166,6 +166,8 @@ def test_run_made_with_other_settings_is_set_aside_and_rerun(tmp_path):
     old = apply_overrides(common.arm_config(arm), ["train.eval_every=7"])
     save_config_json(old, os.path.join(out, "config.json"))
     assert common.stale_settings(arm, out) == ["train.eval_every: 7 -> 5"]
+    runs, notes = common.load_runs([arm], root)  # figures do not draw it
+    assert runs == {} and "other settings (train.eval_every: 7 -> 5)" in notes[0]
     runner = FakeRunner(3)
     assert common.run_arm(arm, root, runner=runner).status == "done" and len(runner.calls) == 1
     aside = [n for n in os.listdir(root) if ".stale-" in n]
