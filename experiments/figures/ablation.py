@@ -63,11 +63,12 @@ def variant_figure(name: str, title: str, preset: str, budget: str, root: str, o
                 mine = f
         r = common.ratio(mine, ref) if mine and ref else None
         ratios[v.label] = r
-        rows.append([v.label, *cells, fmt_ratio(r), v.paper])
+        seeds = ", ".join(str(x) for x in sorted(runs.get(v.label, {}))) or "-"
+        rows.append([v.label, seeds, *cells, fmt_ratio(r), v.paper])
     plots.plot_curves(os.path.join(out_dir, name), f"{title} ({preset}; mean over seeds, "
                       f"band min..max)", panels)
     table = {"caption": f"{preset}. Final values: mean [min, max] over seeds; ratio of "
                         f"{ref_col} to {reference!r}.",
-             "columns": ["variant", *(c for _, _, c in finals), f"/ {reference}", "paper"],
+             "columns": ["variant", "seeds", *(c for _, _, c in finals), f"/ {reference}", "paper"],
              "rows": rows}
     return report(name, title, out_dir, [table], notes, ratios, arms, root)

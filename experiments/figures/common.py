@@ -338,13 +338,19 @@ def _divide(a: float, b: float) -> float:
 
 
 def ratio(num: dict, den: dict) -> dict:
-    """num / den of two ``seed_finals``: the ratio of the means, and the
-    per-seed ratios (paired by seed: seed s of num over seed s of den) with
-    their mean, min and max. A zero denominator gives inf (nan for 0/0)."""
+    """num / den of two ``seed_finals``: the ratio of the means, the ratio of
+    the means over the seeds both have (what to quote when one arm has fewer
+    seeds), and the per-seed ratios (paired by seed: seed s of num over seed s
+    of den) with their mean, min and max. A zero denominator gives inf (nan
+    for 0/0)."""
     paired = sorted(set(num["per_seed"]) & set(den["per_seed"]), key=int)
     per = {s: _divide(num["per_seed"][s], den["per_seed"][s]) for s in paired}
     finite = [v for v in per.values() if np.isfinite(v)]
+    on_paired = (_divide(float(np.mean([num["per_seed"][s] for s in paired])),
+                         float(np.mean([den["per_seed"][s] for s in paired])))
+                 if paired else float("nan"))
     return {"ratio_of_means": _divide(num["mean"], den["mean"]), "per_seed": per,
+            "paired_ratio_of_means": on_paired, "num_seeds": num["n"], "den_seeds": den["n"],
             "mean": float(np.mean(finite)) if finite else float("nan"),
             "min": float(min(finite)) if finite else float("nan"),
             "max": float(max(finite)) if finite else float("nan"),

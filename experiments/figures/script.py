@@ -32,9 +32,14 @@ def fmt_finals(f: dict | None, digits: int = 2) -> str:
 
 
 def fmt_ratio(r: dict | None) -> str:
-    """'ratio of means (per-seed mean [min, max])'."""
+    """'ratio of means (per-seed mean [min, max])'; when one side has seeds
+    the other lacks, the ratio over the seeds both have, saying which."""
     if not r:
         return "n/a"
+    paired = list(r["per_seed"])
+    if paired and len(paired) < max(r["num_seeds"], r["den_seeds"]):
+        return (f"{fmt(r['paired_ratio_of_means'])}x (seed{'s' * (len(paired) > 1)} "
+                f"{', '.join(paired)} only, the seeds both have)")
     if r["finite_seeds"] > 1:
         return f"{fmt(r['ratio_of_means'])}x (per seed {fmt(r['mean'])} [{fmt(r['min'])}, {fmt(r['max'])}])"
     return f"{fmt(r['ratio_of_means'])}x"

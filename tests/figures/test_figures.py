@@ -62,6 +62,12 @@ def test_ratio_pairs_seeds_and_reports_ratio_of_means():
     assert r["ratio_of_means"] == pytest.approx(0.5 / 0.3)
     assert r["per_seed"] == {"0": pytest.approx(2.0), "1": pytest.approx(1.0)}
     assert r["mean"] == pytest.approx(1.5) and (r["min"], r["max"]) == (1.0, 2.0)
+    # den has seed 7 that num lacks: quote the ratio on seeds 0 and 1, (0.4+0.6)/(0.2+0.6)
+    assert r["paired_ratio_of_means"] == pytest.approx(1.25)
+    from experiments.figures.script import fmt_ratio
+    assert fmt_ratio(r) == "1.25x (seeds 0, 1 only, the seeds both have)"
+    same = common.ratio(num, num)
+    assert fmt_ratio(same).startswith("1.00x (per seed 1.00")
     zero = common.seed_finals({0: rows_of([(1, 0.0)])}, "train/success")
     assert math.isinf(common.ratio(num, zero)["ratio_of_means"])
     assert math.isnan(common.ratio(zero, zero)["ratio_of_means"])
