@@ -270,8 +270,9 @@ class Trainer:
                                                       tuple(ep.ask_keys)))
         every = self.cfg.experience.merge_every
         if every and (self.step + 1) % every == 0:
-            keys = {ep.task_key for ep in episodes} if self.cfg.experience.bank.per_task else {""}
-            for key in keys:
+            # Entries carry their environment's task key in a shared bank too, so
+            # merge per key either way (merging key "" found no entries and never ran).
+            for key in sorted({ep.task_key for ep in episodes}):
                 self.manager.merge(key, self.step)
 
     # ----- background extractor training ---------------------------------------------------

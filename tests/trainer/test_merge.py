@@ -19,3 +19,34 @@ def test_render_merge_numbers_the_window():
 def test_dedup_merger_keeps_first_of_equal_texts():
     texts = ["Take the mug", "take  the MUG", "open fridge", "Take the mug"]
     assert dedup_merger(texts) == ["Take the mug", "open fridge"]
+
+
+def test_periodic_merge_uses_the_task_key_entries_carry_in_a_shared_bank():
+    """Consolidated entries carry their episode's task key even in a shared bank
+    (bank.per_task false), and merge_task merges the entries of one key: the
+    trainer must merge per episode key (it merged key "", which holds no entry,
+    so no merge ever ran)."""
+    from types import SimpleNamespace
+
+    from crl_jax.config_tools import load_preset
+    from crl_jax.trainer import Trainer
+
+    class Recorder:
+        def __init__(self):
+            self.merged, self.records = [], []
+
+        def submit_episode(self, record):
+            self.records.append(record)
+
+        def merge(self, key, step):
+            self.merged.append((key, step))
+
+    cfg = load_preset("alfworld_cpu")
+    assert not cfg.experience.bank.per_task and cfg.experience.merge_every == 5
+    episodes = [SimpleNamespace(goal="g", trajectory_text=lambda: "t", won=True, task_key=key,
+                                experience_id=None, ask_keys=[]) for key in ("alfworld", "x")]
+    rec = Recorder()
+    for step in range(10):
+        Trainer._feed_manager(SimpleNamespace(cfg=cfg, step=step, manager=rec), episodes)
+    assert rec.merged == [("alfworld", 4), ("x", 4), ("alfworld", 9), ("x", 9)]
+    assert {r.task_key for r in rec.records} == {"alfworld", "x"}  # the keys entries get

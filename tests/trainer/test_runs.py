@@ -14,7 +14,8 @@ SMALL = ["train.steps=2", "train.tasks_per_step=2", "train.group_size=2", "train
          "warm_start.extractor_steps=2", "warm_start.batch=8", "warm_start.vocab_size=400",
          "rollout.max_turns=3", "env.num_eval_tasks=2", "env.num_generated=8",
          "experience.extractor_train_after=0", "experience.bank.train_batch_size=2",
-         "experience.extractor_max_new_tokens=16", "actor_optim.micro_batch=8",
+         "experience.extractor_max_new_tokens=16", "experience.merge_every=1",
+         "actor_optim.micro_batch=8",
          "extractor_optim.micro_batch=4"]
 
 
