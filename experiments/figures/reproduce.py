@@ -61,6 +61,18 @@ def collect_arms(mods, budget: str) -> list[common.Arm]:
     return common.dedupe_arms(a for m in mods for a in m.arms(budget))
 
 
+def keep_arms(arms: list[common.Arm], flag: str, wanted: list[str], value) -> list[common.Arm]:
+    """The arms whose ``value(arm)`` is in ``wanted`` (all when it is empty);
+    a wanted value no arm has is an error that lists the valid ones."""
+    if not wanted:
+        return arms
+    known = sorted({value(a) for a in arms})
+    bad = [w for w in wanted if w not in known]
+    if bad:
+        raise ValueError(f"--{flag} {bad} have no arms in these figures; valid: {known}")
+    return [a for a in arms if value(a) in wanted]
+
+
 def make_all(mods, root: str, budget: str, out_dir: str) -> list[dict]:
     return [rep for m in mods for rep in m.make(root, budget, out_dir)]
 
@@ -69,18 +81,8 @@ def main(argv):
     del argv
     mods = modules(FLAGS.only)
     arms = collect_arms(mods, FLAGS.budget)
-    if FLAGS.presets:
-        known = sorted({a.preset for a in arms})
-        bad = [p for p in FLAGS.presets if p not in known]
-        if bad:
-            raise ValueError(f"--presets {bad} have no arms in these figures; valid: {known}")
-        arms = [a for a in arms if a.preset in FLAGS.presets]
-    if FLAGS.seeds:
-        known = sorted({str(a.seed) for a in arms})
-        bad = [x for x in FLAGS.seeds if x not in known]
-        if bad:
-            raise ValueError(f"--seeds {bad} have no arms in these figures; valid: {known}")
-        arms = [a for a in arms if str(a.seed) in FLAGS.seeds]
+    arms = keep_arms(arms, "presets", FLAGS.presets, lambda a: a.preset)
+    arms = keep_arms(arms, "seeds", FLAGS.seeds, lambda a: str(a.seed))
     total_est = settings.sweep_estimate_s(arms)
     print(f"{len(arms)} runs, estimated {total_est / 60:.0f} min on 2 cores with shared warm "
           f"starts (budget {FLAGS.budget})")
