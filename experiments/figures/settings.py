@@ -19,8 +19,8 @@ alfworld_cpu default run alone on 2 cores, 23m06s: a process start with its
 JIT compiles ~40 s, an expert demo ~0.06 s, a warm-start SFT step ~0.6 s,
 an episode ~0.375 s whether trained on (update included) or evaluated;
 other presets scale the episode by _ENV_COST: MiniHack Room's measured on a
-20-step run, the others guesses). It reads
-each arm's resolved config, and a sweep pays each distinct warm start once.
+20-step run, the others guesses). It reads each arm's resolved config, and a
+sweep pays each distinct warm start once.
 `reproduce.py --dry_run` prints the arms and the total.
 """
 from __future__ import annotations
@@ -55,8 +55,6 @@ def base_overrides(budget: str) -> tuple[str, ...]:
 
 def seeds(budget: str, kind: str = "main") -> tuple[int, ...]:
     return SEEDS[check_budget(budget)][kind]
-
-
 
 
 def warm_start_s(cfg) -> float:
