@@ -19,7 +19,7 @@ import numpy as np
 
 from crl_jax import prompts, setup, warmstart
 from crl_jax.checkpointing import RunCheckpointer
-from crl_jax.warm_cache import WarmStartCache, load_leaves, warm_start_key
+from crl_jax.warm_cache import WarmStartCache, load_leaves, record_warm_start, warm_start_key
 from crl_jax.episode_stats import batch_metrics, self_distillation_samples, turn_advantages
 from crl_jax.experience import EpisodeRecord
 from crl_jax.extractor import ExtractorAgent
@@ -82,6 +82,8 @@ class Trainer:
         self.rl_sources = [self._task_pool(src) for src in self.train_sources]
         self.warm_cache = (WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
                            if cfg.warm_start.cache_dir and tiny else None)
+        if self.warm_cache:  # which warm start this run grew from (figures check it)
+            record_warm_start(self.out_dir, self.warm_cache.key)
         cached_tok = self.warm_cache.tokenizer_dir() if self.warm_cache else None
         if cached_tok and not os.path.exists(os.path.join(self.out_dir, "tokenizer")):
             shutil.copytree(cached_tok, os.path.join(self.out_dir, "tokenizer"))

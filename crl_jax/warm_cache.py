@@ -41,10 +41,28 @@ def warm_start_key(cfg) -> str:
                 if k not in ("num_eval_tasks", "eval_split")},
         "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
         "warm_start": {k: v for k, v in config_to_dict(cfg.warm_start).items() if k != "cache_dir"},
-        "version": 4,  # bump when the warm-start data changes (warm_start.seed is in its dict)
+        "version": 5,  # bump when the warm-start data changes (warm_start.seed is in its dict)
     }
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return f"{cfg.name}-{hashlib.sha256(blob).hexdigest()[:16]}"
+
+
+RECORD = "warm_start.json"  # in a run directory: the cache key it started from
+
+
+def record_warm_start(run_dir: str, key: str) -> None:
+    os.makedirs(run_dir, exist_ok=True)
+    with open(os.path.join(run_dir, RECORD), "w") as f:
+        json.dump({"key": key}, f)
+
+
+def recorded_warm_start(run_dir: str) -> str | None:
+    """The warm-start key a run recorded, None for runs that predate the record."""
+    path = os.path.join(run_dir, RECORD)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f).get("key")
 
 
 def _save_leaves(params, path: str) -> None:

@@ -11,6 +11,10 @@ fixed pool of 16 training seeds (train.task_pool, as alfworld_cpu): a step
 plays 8 tasks x 4 rollouts of at most 30 turns, ~15 s with its update; 20
 steps and 5 evaluations on 64 unseen seeds (with and without experience).
 
+The extractor's CISPO buffer trains once it holds 8 rewarded outputs
+(alfworld_cpu: 32): with 32 it held 29 by step 20 (seed 0), so the extractor
+never trained in RL.
+
 RL settings as alfworld_cpu (see its docstring): negative advantages scaled
 by 0.3, no win credit for rejected actions, lr 5e-4, 2 mini-batches. SDAE
 stays off: a room has one subtask (reach the stairs).
@@ -24,8 +28,10 @@ def get_config():
     cfg = cpu_config("minihack_room_cpu", ("MiniHack-Room-Ultimate-5x5-v0",), max_turns=30,
                      obs_chars=700, max_new_tokens=6, train_split="train", eval_split="eval",
                      num_eval_tasks=64, steps=20)
+    bank = dataclasses.replace(cfg.experience.bank, train_batch_size=8)
     return dataclasses.replace(
         cfg,
+        experience=dataclasses.replace(cfg.experience, bank=bank),
         actor_optim=dataclasses.replace(cfg.actor_optim, lr=5e-4),
         advantages=dataclasses.replace(cfg.advantages, negative_weight=0.3,
                                        rejected_turn_credit=False),

@@ -167,23 +167,37 @@ def arm_config(arm: Arm):
 
 
 def stale_settings(arm: Arm, directory: str) -> list[str]:
-    """The settings on which the run in ``directory`` (its config.json)
-    differs from what the arm resolves to today, as "key: then -> now";
-    empty when they agree or the run saved no config. A run name hashes the
-    arm's overrides, not its preset, so a preset edited since the run would
-    otherwise be silently mixed into figures with runs of the new one."""
+    """The settings on which the run in ``directory`` (its config.json and its
+    warm-start record) differs from what the arm resolves to today, as "key:
+    then -> now"; empty when they agree or the run saved no config. A run name
+    hashes the arm's overrides, not its preset, so a preset edited since the
+    run would otherwise be silently mixed into figures with runs of the new
+    one; likewise a warm start rebuilt by changed code (the key's version)."""
     path = os.path.join(directory, "config.json")
     if not os.path.exists(path):
         return []
     from crl_jax.config_tools import flatten_config, load_config_json
     from crl_jax.run_config import RunConfig
-    now = flatten_config(arm_config(arm))
+    from crl_jax.warm_cache import recorded_warm_start, warm_start_key
+    cfg = arm_config(arm)
+    now = flatten_config(cfg)
     try:
         then = flatten_config(load_config_json(RunConfig, path))
     except (ValueError, TypeError, KeyError) as err:
         return [f"config.json no longer loads ({err})"]
-    return [f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(then))
-            if k not in _PLACE_KEYS and then.get(k) != now.get(k)]
+    key_then, key_now = recorded_warm_start(directory), warm_start_key(cfg)
+    warm = ([f"warm start: {key_then} -> {key_now}"]
+            if key_then is not None and key_then != key_now else [])
+    return warm + [f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(then))
+                   if k not in _PLACE_KEYS and not _unread(k, now) and then.get(k) != now.get(k)]
+
+
+def _unread(key: str, flat: dict) -> bool:
+    """Whether a run with these settings never reads ``key``: an arm without
+    experience (the baseline) reads no experience.* setting but the mode, so
+    retuning the experience pipeline leaves its runs valid."""
+    return (flat.get("experience.mode") == "none" and key.startswith("experience.")
+            and key != "experience.mode")
 
 
 def set_aside_if_stale(arm: Arm, root: str, log: Callable[[str], None] = print) -> str | None:

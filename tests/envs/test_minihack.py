@@ -134,3 +134,17 @@ def test_unknown_task_and_bad_seed_raise():
     with pytest.raises(ValueError, match="int seed"):
         env.reset("not-a-seed")
     env.close()
+
+
+def test_extractor_trajectory_keeps_the_message_not_the_repeated_goal(room):
+    """The extractor reads each step clipped to 40 characters; every MiniHack
+    observation opens with the goal line, which alone would fill the clip."""
+    from crl_jax import prompts
+    obs, info = room.reset(0)
+    steps = [room.step(a) for a in ("north", "east")]
+    text = prompts.trajectory_text(["north", "east"], [s.observation for s in steps])
+    assert "Goal:" not in text
+    for part, action, step in zip(text.split(" | "), ["north", "east"], steps):
+        message = step.observation.splitlines()[1]
+        assert message.startswith("Message: ")
+        assert part.startswith(f"{action} -> {message[:20]}"), part

@@ -183,6 +183,44 @@ def test_run_made_with_other_settings_is_set_aside_and_rerun(tmp_path):
     assert not os.path.exists(os.path.join(out, "config.json"))  # the fake run wrote none
 
 
+def test_experience_settings_do_not_make_a_baseline_run_stale(tmp_path):
+    """A run without experience never reads experience.*: retuning the
+    pipeline leaves it valid, while an experience arm is rerun."""
+    from crl_jax.config_tools import apply_overrides, save_config_json
+    for mode, stale in (("none", []), ("comp_rl", ["experience.merge_every: 3 -> 5"])):
+        arm = common.Arm("x", "alfworld_cpu", (f"experience.mode={mode}",), 0)
+        out = common.run_dir(arm, str(tmp_path))
+        os.makedirs(out)
+        old = apply_overrides(common.arm_config(arm), ["experience.merge_every=3"])
+        save_config_json(old, os.path.join(out, "config.json"))
+        assert common.stale_settings(arm, out) == stale
+    # the mode itself still counts, and so do other settings
+    arm = common.Arm("x", "alfworld_cpu", ("experience.mode=none",), 1)
+    out = common.run_dir(arm, str(tmp_path))
+    os.makedirs(out)
+    old = apply_overrides(common.arm_config(arm), ["experience.mode=comp_rl", "train.steps=3"])
+    save_config_json(old, os.path.join(out, "config.json"))
+    assert common.stale_settings(arm, out) == ["experience.mode: 'comp_rl' -> 'none'",
+                                               "train.steps: 3 -> 20"]
+
+
+def test_run_from_another_warm_start_is_stale(tmp_path):
+    """The run records its warm-start key; a key built by other code today
+    (the cache version) makes it stale; runs without the record are trusted."""
+    from crl_jax.config_tools import save_config_json
+    from crl_jax.warm_cache import record_warm_start, warm_start_key
+    arm = common.Arm("x", "minihack_room_cpu", ("experience.mode=none",), 0)
+    out = common.run_dir(arm, str(tmp_path))
+    os.makedirs(out)
+    save_config_json(common.arm_config(arm), os.path.join(out, "config.json"))
+    assert common.stale_settings(arm, out) == []
+    today = warm_start_key(common.arm_config(arm))
+    record_warm_start(out, today)
+    assert common.stale_settings(arm, out) == []
+    record_warm_start(out, "minihack_room_cpu-0000")
+    assert common.stale_settings(arm, out) == [f"warm start: minihack_room_cpu-0000 -> {today}"]
+
+
 def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tmp_path):
     """Two jobs: no warm start trained twice at once, other warm starts go ahead,
     an arm marked alone (a timing run) has nothing beside it."""

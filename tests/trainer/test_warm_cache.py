@@ -8,7 +8,7 @@ import pytest
 from crl_jax import setup
 from crl_jax.config_tools import apply_overrides, load_preset
 from crl_jax.trainer import Trainer
-from crl_jax.warm_cache import warm_start_key
+from crl_jax.warm_cache import recorded_warm_start, warm_start_key
 from tests.trainer.test_runs import SMALL
 
 
@@ -29,6 +29,7 @@ def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatc
     entry = tmp_path / "cache" / key
     assert sorted(os.listdir(entry)) == ["actor.npz", "extractor.npz", "losses.json", "tokenizer"]
     assert len(first.warm_start_losses["actor"]) == 3
+    assert recorded_warm_start(str(tmp_path / "a")) == key  # the run says where it started
 
     def no_training(*args, **kwargs):
         raise AssertionError("the warm start ran although the cache holds it")
