@@ -1,7 +1,23 @@
 """The paper's 3-task mixture (MiniHack Room, WebShop, ALFWorld) at CPU scale.
 
-Each step takes 4 tasks x 4 rollouts from each environment (48 episodes);
-the bank is partitioned per environment (multi-task tables).
+One tiny actor and one tiny extractor for all three environments, with the
+settings each single-environment preset was calibrated to where they do not
+conflict: ALFWorld's small generated rooms with the lenient action parser
+(env.* settings only ALFWorld reads), the room's first description in the
+prompt (ALFWorld needs it to know where things are; 640 prompt tokens leave
+room for a MiniHack map in it), and alfworld_cpu's RL settings (negative
+advantages scaled by 0.3, no win credit for rejected actions, lr 5e-4, 2
+mini-batches, SDAE off: MiniHack and WebShop emit no subtask events). RL
+draws from a fixed pool of 8 tasks per environment: at 4 a step each comes
+back every other step, as in alfworld_cpu.
+
+Warm start: 1,500 expert games (500 per environment), actor 1,200 SFT steps
+(alfworld_cpu's count: ALFWorld is the hardest of the three to imitate),
+extractor 300. The extractor trains on batches of 16 rewarded outputs, between
+alfworld_cpu's 32 and minihack_room_cpu's 8. A step plays 4 tasks x 4
+rollouts from each environment (48 episodes, at most 20 turns); 20 steps,
+evaluations every 10 on 32 unseen tasks per environment (with and without
+experience). The bank is partitioned per environment (multi-task tables).
 """
 import dataclasses
 
@@ -11,7 +27,17 @@ from experiments.configs._common import cpu_config
 def get_config():
     cfg = cpu_config("multitask3_cpu", ("MiniHack-Room-Ultimate-5x5-v0", "webshop", "alfworld"),
                      max_turns=20, obs_chars=700, max_new_tokens=24, tasks_per_step=4,
-                     list_actions="non_navigation", train_split="generated",
-                     eval_split="generated_eval")
-    bank = dataclasses.replace(cfg.experience.bank, per_task=True)
-    return dataclasses.replace(cfg, experience=dataclasses.replace(cfg.experience, bank=bank))
+                     list_actions="non_navigation", show_first_observation=True,
+                     max_prompt_tokens=640, train_split="generated", eval_split="generated_eval",
+                     num_generated=1000, num_eval_tasks=32, lenient_actions=True,
+                     room_size="small", steps=20)
+    bank = dataclasses.replace(cfg.experience.bank, per_task=True, train_batch_size=16)
+    return dataclasses.replace(
+        cfg,
+        experience=dataclasses.replace(cfg.experience, bank=bank),
+        actor_optim=dataclasses.replace(cfg.actor_optim, lr=5e-4),
+        advantages=dataclasses.replace(cfg.advantages, negative_weight=0.3,
+                                       rejected_turn_credit=False),
+        warm_start=dataclasses.replace(cfg.warm_start, demos=1500, actor_steps=1200,
+                                       extractor_steps=300),
+        train=dataclasses.replace(cfg.train, eval_every=10, actor_mini_batches=2, task_pool=8))
