@@ -120,6 +120,10 @@ class WarmStartSpec:
     # an expert's turns, so a tiny actor learns "go to" first and walks past a
     # visible target; repeating take/open/move/... turns balances the decisions.
     decision_repeat: int = 1
+    # Share of unguided actor demos (and of extractor demos) that open with a
+    # search-and-ask call and its answer: without it the tiny actor never
+    # calls the tool (experience.search_and_ask stays inert).
+    ask_fraction: float = 0.0
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
     # The seed of everything before RL: the generated game pools (train and
     # eval), the demonstrations, the tokenizer, the tiny models' init, the SFT
@@ -195,3 +199,8 @@ class RunConfig:
             raise ValueError(f"env.room_size={self.env.room_size!r}; valid: {ROOM_SIZES}")
         if not 0.0 <= self.experience.guided_fraction <= 1.0:
             raise ValueError("experience.guided_fraction must be in [0, 1]")
+        if not 0.0 <= self.warm_start.ask_fraction <= 1.0:
+            raise ValueError("warm_start.ask_fraction must be in [0, 1]")
+        if self.warm_start.ask_fraction and self.rollout.format != "compact":
+            raise ValueError("warm_start.ask_fraction teaches the compact format's ask turns; "
+                             f"rollout.format={self.rollout.format!r} has no warm start")

@@ -151,7 +151,7 @@ class Trainer:
                     demos, self.tokenizer, r.history, rng, guided_fraction=0.5,
                     list_actions=r.list_actions, recovery_fraction=ws.recovery_fraction,
                     obs_chars=r.obs_chars, show_first_observation=r.show_first_observation,
-                    decision_repeat=ws.decision_repeat)
+                    decision_repeat=ws.decision_repeat, ask_fraction=ws.ask_fraction)
                 self.warm_start_losses["actor"] = setup.supervised_warm_start(
                     self.actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
                     self.tokenizer.pad_id, rng, "actor")
@@ -164,7 +164,8 @@ class Trainer:
                     # Its own generator: the same extractor whether or not the
                     # actor's warm start ran in this process or came from the cache.
                     ext_rng = np.random.default_rng(ws.seed + 8)
-                    samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer, ext_rng)
+                    samples = warmstart.extractor_sft_samples(demos, self.ext_tokenizer, ext_rng,
+                                                              ask_fraction=ws.ask_fraction)
                     self.warm_start_losses["extractor"] = setup.supervised_warm_start(
                         self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
                         self.ext_tokenizer.pad_id, ext_rng, "extractor")

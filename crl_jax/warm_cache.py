@@ -40,7 +40,9 @@ def warm_start_key(cfg) -> str:
         "env": {k: v for k, v in config_to_dict(cfg.env).items()
                 if k not in ("num_eval_tasks", "eval_split")},
         "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
-        "warm_start": {k: v for k, v in config_to_dict(cfg.warm_start).items() if k != "cache_dir"},
+        # a setting added later keeps the keys of earlier warm starts while at its default
+        "warm_start": {k: v for k, v in config_to_dict(cfg.warm_start).items()
+                       if k != "cache_dir" and not (k == "ask_fraction" and v == 0)},
         "version": 5,  # bump when the warm-start data changes (warm_start.seed is in its dict)
     }
     blob = json.dumps(parts, sort_keys=True, default=str).encode()

@@ -90,24 +90,41 @@ def _wrong_action(action: str, later: Sequence[str], pool: Sequence[str],
 
 
 def demo_view(d: Demo, t: int, history: int, list_actions: str, show_first_observation: bool,
-              experience: str | None = None) -> prompts.TurnView:
-    """What the actor sees before the demo's action t, as a rollout renders it."""
-    hist = tuple(zip(d.actions[max(0, t - history):t],
-                     d.observations[max(0, t - history) + 1:t + 1])) if history else ()
+              experience: str | None = None, opening: tuple = ()) -> prompts.TurnView:
+    """What the actor sees before the demo's action t, as a rollout renders it.
+    ``opening``: (text, reply) turns played before the first action that left
+    the world as it was (a search-and-ask call and its advice)."""
+    done = tuple(opening) + tuple(zip(d.actions[:t], d.observations[1:t + 1]))
+    hist = done[-history:] if history else ()
     listed = prompts.listed_actions(d.valid[t], list_actions) if d.valid else ()
-    first = d.observations[0] if show_first_observation and t > 0 else ""
+    first = d.observations[0] if show_first_observation and done else ""
     return prompts.TurnView(d.goal, d.observations[t], hist, experience, listed, first)
+
+
+def ask_query(demo: Demo) -> str:
+    """What a warm-started actor asks the search-and-ask tool: its goal."""
+    return demo.goal
+
+
+def ask_opening(demo: Demo, advice: str) -> tuple[tuple[str, str], ...]:
+    """The search-and-ask turn that opens a demonstration, as rollout history
+    shows it: the call, and the tool's reply."""
+    return ((f"{prompts.ASK_PREFIX} {ask_query(demo)}", f"advice: {advice}"),)
 
 
 def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.random.Generator,
                       guided_fraction: float = 0.5, list_actions: str = "none",
                       recovery_fraction: float = 0.2, obs_chars: int = 240,
                       show_first_observation: bool = False,
-                      decision_repeat: int = 1) -> list[Sample]:
+                      decision_repeat: int = 1, ask_fraction: float = 0.0) -> list[Sample]:
     """(compact prompt, expert action + EOS) pairs from winning demonstrations.
 
     A guided demonstration shows the plan entry of another winning demo of the
-    same task type (the kind of entry retrieval would find). A fraction of
+    same task type (the kind of entry retrieval would find). With
+    ``ask_fraction``, that share of the unguided ones opens with a
+    search-and-ask call ("ask: <goal>") answered by such an entry, which stays
+    in the history of the turns after it, so the actor learns to call the tool
+    when it starts without experience. A fraction of
     turns is duplicated with a rejected wrong action in the history ("did: X
     -> Nothing happens.", as the rollout renders it), so the actor learns to
     recover from its own mistakes, which expert data never shows. Turns whose
@@ -121,12 +138,19 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
     all_actions = [a for d in wins for a in d.actions] or ["look"]
     samples = []
     for d in wins:
-        experience = None
+        experience, opening = None, ()
+        peers = [p for p in by_type[d.task_type] if p is not d] or [d]
         if rng.random() < guided_fraction:
-            peers = [p for p in by_type[d.task_type] if p is not d] or [d]
             experience = plan_entry(peers[int(rng.integers(len(peers)))])
+        elif ask_fraction > 0 and rng.random() < ask_fraction:  # no draw at 0: same warm start
+            opening = ask_opening(d, plan_entry(peers[int(rng.integers(len(peers)))]))
+            view = demo_view(d, 0, history, list_actions, show_first_observation)
+            p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))
+            a = tokenizer.encode(opening[0][0]) + [tokenizer.eos_id]
+            samples.append(Sample(p + a, [0] * len(p) + [1] * len(a)))
         for t, action in enumerate(d.actions):
-            view = demo_view(d, t, history, list_actions, show_first_observation, experience)
+            view = demo_view(d, t, history, list_actions, show_first_observation, experience,
+                             opening)
             hist, listed = view.history, view.valid_actions
             views = [view]
             if history and rng.random() < recovery_fraction:
@@ -165,14 +189,21 @@ def demo_extractor_prompt(demo: Demo, turns: int | None = None,
 
 def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator | None = None,
                           failure_fraction: float = 0.5, shown_fraction: float = 0.5,
-                          max_shown: int = 2) -> list[Sample]:
+                          max_shown: int = 2, ask_fraction: float = 0.0) -> list[Sample]:
     """Trajectory -> operations pairs. Won demos -> add their plan. So that the
     extractor also knows what to do with what RL will show it: copies cut
     short (a failed episode, ``failure_fraction`` per demo) -> return, no
     entry; and with probability ``shown_fraction`` a prompt lists 1-``max_shown``
-    entries of other demos, which do not change the answer."""
+    entries of other demos, which do not change the answer. With
+    ``ask_fraction``, that share of demos also gives a search-and-ask request
+    (the actor's query and the best entry) answered with the entry as it is:
+    a defined starting point that RL can improve on."""
     rng = rng if rng is not None else np.random.default_rng(0)
     plans = [plan_entry(d) for d in demos if d.won]
+    plans_of_type: dict[str, list[str]] = {}
+    for d in demos:
+        if d.won:
+            plans_of_type.setdefault(d.task_type, []).append(plan_entry(d))
 
     def sample(prompt: str, entry: str | None) -> Sample:
         p = tokenizer.encode(prompt)
@@ -192,7 +223,21 @@ def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Gener
         if len(d.actions) > 1 and rng.random() < failure_fraction:
             cut = int(rng.integers(1, len(d.actions)))
             samples.append(sample(demo_extractor_prompt(d, cut, shown()), None))
+        if plans and ask_fraction > 0 and rng.random() < ask_fraction:  # no draw at 0
+            hits = plans_of_type.get(d.task_type) or plans  # what a search by its goal finds
+            entry = hits[int(rng.integers(len(hits)))]
+            p = tokenizer.encode(demo_ask_prompt(d, entry))
+            r = tokenizer.encode(json.dumps({"entry": entry})) + [tokenizer.eos_id]
+            samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
     return samples
+
+
+def demo_ask_prompt(demo: Demo, entry: str) -> str:
+    """The search-and-ask request (compact format) for the demo's query with
+    ``entry`` as the best hit, as the experience manager renders it (the
+    request carries no goal: the query is the actor's)."""
+    return prompts.render_extractor_compact(prompts.ExtractorView(
+        "", "", None, (entry,), ask_query(demo), "ask"))
 
 
 def tokenizer_corpus(demos: Sequence[Demo], history: int) -> list[str]:

@@ -189,3 +189,56 @@ def test_extractor_sft_teaches_plans_for_wins_and_return_for_cut_short_episodes(
     none = warmstart.extractor_sft_samples(demos, tok, np.random.default_rng(0),
                                            failure_fraction=0.0, shown_fraction=0.0)
     assert len(none) == len(demos) and all("[0] " not in tok.decode(s.tokens) for s in none)
+
+
+def test_ask_opening_demos_render_as_the_rollout_renders_an_ask(setup):
+    """Warm-start views of a demo opened by a search-and-ask call equal what
+    the rollout engine shows after the same ask turn and the same actions."""
+    from types import SimpleNamespace
+    from crl_jax.envs.base import StepInfo
+    from crl_jax.rollout import Episode, Turn
+    env, tok, _ = setup
+    demo = next(d for d in warmstart.collect_demos("alfworld", lambda: env, [0, 1, 2], 15) if d.won)
+    for history, first in ((2, True), (1, False)):
+        cfg = RolloutConfig(history=history, list_actions="non_navigation",
+                            show_first_observation=first)
+        engine = SimpleNamespace(config=cfg)
+        opening = warmstart.ask_opening(demo, "plan of a peer")
+        ep = Episode(task=0, task_key="k", goal=demo.goal, guided=False,
+                     first_observation=demo.observations[0])
+        ep.turns.append(Turn([], [], np.zeros(0), opening[0][0] + " ", None, opening[0][1], 0.0,
+                             (), False, None, warmstart.ask_query(demo)))
+        for t, action in enumerate(demo.actions):
+            info = StepInfo(won=False, admissible_actions=tuple(demo.valid[t]), goal=demo.goal)
+            seen = RolloutEngine._view(engine, ep, demo.observations[t], info)
+            taught = warmstart.demo_view(demo, t, history, cfg.list_actions, first, None, opening)
+            assert prompts.render_actor_compact(taught) == prompts.render_actor_compact(seen), t
+            ep.turns.append(Turn([], [], np.zeros(0), action, action, demo.observations[t + 1],
+                                 0.0, (), False))
+    assert prompts.parse_ask(opening[0][0], "compact") == demo.goal
+
+
+def test_ask_fraction_adds_ask_turns_and_leaves_the_default_warm_start_alone(setup):
+    env, tok, _ = setup
+    demos = warmstart.collect_demos("alfworld", lambda: env, [0, 1, 2, 3, 4, 5], 15)
+    kw = dict(history=2, list_actions="non_navigation", show_first_observation=True)
+
+    def actor(**extra):
+        return warmstart.actor_sft_samples(demos, tok, rng=np.random.default_rng(5), **kw, **extra)
+
+    def targets(samples):
+        return [tok.decode([t for t, m in zip(s.tokens, s.loss_mask) if m][:-1]) for s in samples]
+
+    plain = actor()
+    assert [s.tokens for s in actor(ask_fraction=0.0)] == [s.tokens for s in plain]
+    asked = targets(actor(ask_fraction=1.0, guided_fraction=0.0))
+    wins = [d for d in demos if d.won]
+    assert sum(t.startswith("ask: ") for t in asked) == len(wins)  # one per unguided demo
+    assert not any(t.startswith("ask: ") for t in targets(plain))
+    # the extractor: identity rewrites of an entry of the same task type
+    ext = warmstart.extractor_sft_samples(demos, tok, np.random.default_rng(1), ask_fraction=1.0)
+    rewrites = [t for t in targets(ext) if t.startswith('{"entry"')]
+    assert len(rewrites) == len(demos)
+    plain_ext = warmstart.extractor_sft_samples(demos, tok, np.random.default_rng(1))
+    assert [s.tokens for s in warmstart.extractor_sft_samples(
+        demos, tok, np.random.default_rng(1), ask_fraction=0.0)] == [s.tokens for s in plain_ext]

@@ -58,6 +58,11 @@ def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
     assert warm_start_key(_cfg(tmp_path, "actor_optim.lr=0.1")) == base  # an RL setting
     assert warm_start_key(_cfg(tmp_path, "train.steps=7")) == base
     assert warm_start_key(_cfg(tmp_path, "env.num_eval_tasks=5")) == base
+    # a later-added setting at its default keeps earlier keys; set, it changes them
+    assert warm_start_key(_cfg(tmp_path, "warm_start.ask_fraction=0.0")) == base
+    assert warm_start_key(_cfg(tmp_path, "warm_start.ask_fraction=0.2")) != base
+    with pytest.raises(ValueError, match="ask_fraction must be in"):
+        _cfg(tmp_path, "warm_start.ask_fraction=1.5")
 
 
 def test_rl_seeds_start_from_the_same_warm_start_and_tasks(tmp_path):
