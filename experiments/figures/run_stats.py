@@ -18,7 +18,8 @@ from experiments.figures import common  # noqa: E402
 
 # (column, how it is computed from the rows; see run_summary)
 COLUMNS = ("seed", "mode", "settings", "steps", "train first 5", "train last 5", "guided", "free",
-           "eval0 no exp", "evalN no exp", "evalN with exp", "malformed", "bank")
+           "eval0 no exp", "evalN no exp", "evalN with exp", "malformed", "bank", "ext updates",
+           "asks")
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -34,7 +35,8 @@ def run_summary(rows: Sequence[Mapping]) -> dict:
     steps; guided and free training success (means over the steps that had
     such episodes); first and last held-out evaluations; the share of the
     extractor's calls whose answer was malformed (counters are cumulative, so
-    the last row holds the totals); the bank's final size."""
+    the last row holds the totals); the bank's final size; the extractor's RL
+    updates and the actor's search-and-ask calls over the run."""
     train = _series(rows, "train/success")
     last = max(rows, key=lambda r: r["step"]) if rows else {}
     calls = last.get("manager/extractor_calls", 0)
@@ -48,7 +50,9 @@ def run_summary(rows: Sequence[Mapping]) -> dict:
             "evalN no exp": no_exp[-1] if no_exp else float("nan"),
             "evalN with exp": with_exp[-1] if with_exp else float("nan"),
             "malformed": last.get("manager/calls_malformed", 0) / calls if calls else float("nan"),
-            "bank": last.get("bank/size", float("nan"))}
+            "bank": last.get("bank/size", float("nan")),
+            "ext updates": sum(_series(rows, "extractor/updates")) if calls else float("nan"),
+            "asks": last.get("manager/asks", 0) if calls else float("nan")}
 
 
 def run_dirs(root: str, preset: str) -> list[str]:
