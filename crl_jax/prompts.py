@@ -81,7 +81,9 @@ def render_actor_compact(view: TurnView, obs_chars: int = 240, exp_chars: int = 
     if view.first_observation:
         lines.append(f"start: {_clip(view.first_observation, obs_chars)}")
     for action, obs in view.history:
-        lines.append(f"did: {action} -> {_clip(obs, 80)}")
+        # a search-and-ask reply is advice, as long as an experience line
+        limit = exp_chars if action.startswith(ASK_PREFIX) else 80
+        lines.append(f"did: {action} -> {_clip(obs, limit)}")
     obs = view.observation.strip()  # verbatim: grids need their spaces and line breaks
     lines.append("obs: " + (obs if len(obs) <= obs_chars else obs[: obs_chars - 3] + "..."))
     if view.valid_actions:

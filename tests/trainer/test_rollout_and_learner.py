@@ -242,3 +242,12 @@ def test_ask_fraction_adds_ask_turns_and_leaves_the_default_warm_start_alone(set
     plain_ext = warmstart.extractor_sft_samples(demos, tok, np.random.default_rng(1))
     assert [s.tokens for s in warmstart.extractor_sft_samples(
         demos, tok, np.random.default_rng(1), ask_fraction=0.0)] == [s.tokens for s in plain_ext]
+
+
+def test_ask_advice_in_history_keeps_an_experience_lines_length():
+    advice = "advice: " + "go north then east " * 12
+    view = prompts.TurnView("g", "obs", (("ask: g", advice), ("north", "x" * 150)))
+    text = prompts.render_actor_compact(view, exp_chars=200)
+    did = [line for line in text.splitlines() if line.startswith("did: ")]
+    assert did[0] == "did: ask: g -> " + advice[:197] + "..."
+    assert did[1] == "did: north -> " + "x" * 77 + "..."  # other replies: 80 characters
