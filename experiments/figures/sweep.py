@@ -68,9 +68,11 @@ class _Progress:
 
 def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
              log: Callable[[str], None] = print, jobs: int = 1,
-             warm_cache: str | None = None, **kw) -> list[ArmResult]:
+             warm_cache: str | None = None, poll_s: float = 15.0, **kw) -> list[ArmResult]:
     """Runs the (deduplicated) arms, ``jobs`` at a time, printing progress;
-    returns their results in the arms' order."""
+    returns their results in the arms' order. An arm waiting for a warm start
+    starts once the cache holds it (checked every ``poll_s``), not when the
+    arm that builds it ends."""
     if jobs < 1:
         raise ValueError(f"jobs={jobs} must be at least 1")
     arms = dedupe_arms(arms)
@@ -91,6 +93,7 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
     results: dict[int, ArmResult] = {}
     with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
         while pending or running:
+            waiting = False  # an arm waits for a warm start that a running arm is building
             for item in list(pending):
                 i, arm = item
                 if len(running) >= jobs or any(a.alone for _, a in running.values()):
@@ -100,13 +103,15 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                 key, names = needs[arm.key]
                 ready = not cache or warm_cached(cache, key, names)
                 if not ready and key in building:
+                    waiting = True
                     continue  # wait for the arm that is building this warm start
                 if not ready:
                     building.add(key)
                 pending.remove(item)
                 progress.started(i, arm)
                 running[pool.submit(run_arm, arm, root, timeout_s, warm_cache=cache, **kw)] = item
-            done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            done, _ = cf.wait(running, timeout=poll_s if waiting else None,
+                              return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 i, arm = running.pop(fut)
                 building.discard(needs[arm.key][0])

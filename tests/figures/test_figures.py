@@ -282,6 +282,39 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
         sweep.run_arms(arms, root, jobs=0)
 
 
+def test_arm_waiting_for_a_warm_start_starts_once_it_is_cached(tmp_path):
+    """The second seed starts as soon as the first has stored the warm start,
+    while the first is still training, not when the first ends."""
+    import threading
+    import time as _time
+    from experiments.figures import sweep
+    root, cache = str(tmp_path / "runs"), str(tmp_path / "cache")
+    arms = [common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl"), s)
+            for s in (0, 1)]
+    by_dir = {common.run_dir(a, root): a for a in arms}
+    lock, events = threading.Lock(), []
+
+    def runner(cmd, **kw):
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        arm = by_dir[out]
+        key, names = sweep.warm_start_need(arm)
+        with lock:
+            events.append(("start", arm.seed))
+        if not sweep.warm_cached(cache, key, names):
+            os.makedirs(os.path.join(cache, key), exist_ok=True)
+            for n in names:  # the warm start is stored early; RL takes the rest
+                open(os.path.join(cache, key, f"{n}.npz"), "w").close()
+            _time.sleep(1.5)
+        write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
+        with lock:
+            events.append(("end", arm.seed))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lambda _: None,
+                   poll_s=0.05)
+    assert events.index(("start", 1)) < events.index(("end", 0)), events
+
+
 # --------------------------------------------------------------------------- end to end
 
 
