@@ -1,12 +1,14 @@
 """Running many arms: one after another, or several at once (``jobs``).
 
 Arms of one preset share a warm start through the sweep's warm-start cache
-(crl_jax/warm_cache.py). With several jobs, an arm whose warm start is not
-cached yet waits while another arm of the same warm start is building it
-(two processes would both train it, and the second would overwrite the
-first's entry with other weights); arms whose warm start is cached, or that
-are the first of their warm start, run as soon as a job is free. An arm
-marked ``alone`` (it measures time) runs with nothing beside it.
+(crl_jax/warm_cache.py). With several jobs, an arm waits while another arm
+is training weights it needs from the cache (two processes would both train
+them, and the second would overwrite the first's with other weights), and
+starts once they are stored; an arm that needs the extractor too starts as
+soon as a baseline arm (actor only) has stored the actor, and trains the
+extractor itself. Arms whose weights are cached, or that are the first to
+need them, run as soon as a job is free. An arm marked ``alone`` (it
+measures time) runs with nothing beside it.
 """
 from __future__ import annotations
 
@@ -89,7 +91,8 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
     needs = {arm.key: warm_start_need(arm) for arm in arms}
     pending = list(enumerate(arms, 1))
     running: dict[cf.Future, tuple[int, Arm]] = {}
-    building: set[str] = set()  # warm-start keys a running arm is training
+    building: dict[str, set[str]] = {}  # warm-start key -> weights running arms are training
+    claimed: dict[int, set[str]] = {}  # arm index -> the weights it builds
     results: dict[int, ArmResult] = {}
     with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
         while pending or running:
@@ -101,12 +104,14 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                 if arm.alone and running:
                     break  # let the running arms drain, then time this one by itself
                 key, names = needs[arm.key]
-                ready = not cache or warm_cached(cache, key, names)
-                if not ready and key in building:
+                missing = set() if not cache else {
+                    n for n in names if not warm_cached(cache, key, (n,))}
+                if missing & building.get(key, set()):
                     waiting = True
-                    continue  # wait for the arm that is building this warm start
-                if not ready:
-                    building.add(key)
+                    continue  # wait for the arm that is building these weights
+                # e.g. the baseline built the actor: this arm trains the extractor
+                building.setdefault(key, set()).update(missing)
+                claimed[item[0]] = missing
                 pending.remove(item)
                 progress.started(i, arm)
                 running[pool.submit(run_arm, arm, root, timeout_s, warm_cache=cache, **kw)] = item
@@ -114,7 +119,7 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                               return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 i, arm = running.pop(fut)
-                building.discard(needs[arm.key][0])
+                building[needs[arm.key][0]] -= claimed.pop(i)
                 results[i] = fut.result()
                 progress.finished(i, results[i], [a for _, a in pending])
     return [results[i] for i in sorted(results)]

@@ -315,6 +315,45 @@ def test_arm_waiting_for_a_warm_start_starts_once_it_is_cached(tmp_path):
     assert events.index(("start", 1)) < events.index(("end", 0)), events
 
 
+def test_experience_arm_trains_the_extractor_beside_a_baseline_that_built_the_actor(tmp_path):
+    """Baseline first (it stores the actor only): the Comp. RL arm waits for
+    the actor, not for the baseline's end, and builds the extractor alone."""
+    import threading
+    import time as _time
+    from experiments.figures import sweep
+    root, cache = str(tmp_path / "runs"), str(tmp_path / "cache")
+    arms = [common.Arm("base", "alfworld_cpu", ("train.steps=2", "experience.mode=none"), 0),
+            common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl"), 0),
+            common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl"), 1)]
+    by_dir = {common.run_dir(a, root): a for a in arms}
+    lock, events, built = threading.Lock(), [], []
+
+    def runner(cmd, **kw):
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        arm = by_dir[out]
+        key, names = sweep.warm_start_need(arm)
+        with lock:
+            events.append(("start", arm.label, arm.seed))
+            todo = [n for n in names if not sweep.warm_cached(cache, key, (n,))]
+            built.extend(todo)
+        _time.sleep(0.3)
+        os.makedirs(os.path.join(cache, key), exist_ok=True)
+        for n in todo:
+            open(os.path.join(cache, key, f"{n}.npz"), "w").close()
+        _time.sleep(1.0)
+        write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
+        with lock:
+            events.append(("end", arm.label, arm.seed))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lambda _: None,
+                   poll_s=0.05)
+    assert sorted(built) == ["actor", "extractor"], built  # each trained once
+    assert events.index(("start", "comp", 0)) < events.index(("end", "base", 0)), events
+    # the second seed waited for the extractor, then ran beside the first
+    assert events.index(("start", "comp", 1)) < events.index(("end", "comp", 0)), events
+
+
 # --------------------------------------------------------------------------- end to end
 
 
