@@ -374,7 +374,8 @@ def ratio(num: dict, den: dict) -> dict:
 def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]], list[str]]:
     """{label: {seed: rows}} for arms with a metrics.jsonl, and notes naming
     the missing ones; a run made with other settings than the arm's today is
-    left out (and named), not drawn as if it were the arm."""
+    left out (and named), not drawn as if it were the arm; a run still going
+    (or stopped early) is drawn up to where it got, and named."""
     out: dict[str, dict[int, list]] = {}
     missing = []
     for arm in arms:
@@ -386,6 +387,10 @@ def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]
                            f"other settings ({'; '.join(stale[:3])}); rerun it")
         elif rows:
             out.setdefault(arm.label, {})[arm.seed] = rows
+            got, want = max(int(r["step"]) for r in rows), expected_steps(arm)
+            if got < want:
+                missing.append(f"{arm.label} (seed {arm.seed}): unfinished, step {got} of "
+                               f"{want}: its last numbers are not final")
         else:
             missing.append(f"{arm.label} (seed {arm.seed}): no metrics in {run_dir(arm, root)}")
     return out, missing

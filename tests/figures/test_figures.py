@@ -183,6 +183,16 @@ def test_run_made_with_other_settings_is_set_aside_and_rerun(tmp_path):
     assert not os.path.exists(os.path.join(out, "config.json"))  # the fake run wrote none
 
 
+def test_unfinished_run_is_drawn_and_named(tmp_path):
+    arm = common.Arm("x", "alfworld_cpu", ("train.steps=4",), 0)
+    write_rows(common.run_dir(arm, str(tmp_path)), rows_of([(0, 0.1), (1, 0.2), (2, 0.3)]))
+    runs, notes = common.load_runs([arm], str(tmp_path))
+    assert len(runs["x"][0]) == 3
+    assert notes == ["x (seed 0): unfinished, step 2 of 4: its last numbers are not final"]
+    write_rows(common.run_dir(arm, str(tmp_path)), rows_of([(s, 0.1) for s in range(5)]))
+    assert common.load_runs([arm], str(tmp_path))[1] == []
+
+
 def test_experience_settings_do_not_make_a_baseline_run_stale(tmp_path):
     """A run without experience never reads experience.*: retuning the
     pipeline leaves it valid, while an experience arm is rerun."""
