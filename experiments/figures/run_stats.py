@@ -51,7 +51,7 @@ def run_summary(rows: Sequence[Mapping]) -> dict:
             "evalN with exp": with_exp[-1] if with_exp else float("nan"),
             "malformed": last.get("manager/calls_malformed", 0) / calls if calls else float("nan"),
             "bank": last.get("bank/size", float("nan")),
-            "ext updates": sum(_series(rows, "extractor/updates")) if calls else float("nan"),
+            "ext updates": int(sum(_series(rows, "extractor/updates"))) if calls else float("nan"),
             "asks": last.get("manager/asks", 0) if calls else float("nan")}
 
 
