@@ -1,4 +1,5 @@
 """Shared pieces of the presets (not a preset itself: the name starts with _)."""
+import dataclasses
 import os
 
 from crl_jax.experience.config import ExperienceConfig
@@ -75,3 +76,25 @@ def paper_config(name: str, envs: tuple, *, max_turns: int, max_new_tokens: int,
         train=TrainSpec(steps=steps, tasks_per_step=tasks_per_step, group_size=8, eval_every=16,
                         checkpoint_every=8, seed=0, out_dir=f"runs/{name}"),
     )
+
+
+def tiny_rl(cfg: RunConfig, *, demos: int, actor_steps: int, eval_every: int, task_pool: int,
+            extractor_batch: int | None = None, sdae: bool = False) -> RunConfig:
+    """The RL settings the tiny presets were calibrated to (alfworld_cpu's
+    docstring says why): lr 5e-4, negative advantages scaled by 0.3, no win
+    credit for rejected actions, 2 mini-batches, a 300-step extractor warm
+    start, a fixed task pool; plus each preset's warm-start size, evaluation
+    period and extractor CISPO batch."""
+    bank = cfg.experience.bank
+    if extractor_batch is not None:
+        bank = dataclasses.replace(bank, train_batch_size=extractor_batch)
+    return dataclasses.replace(
+        cfg,
+        experience=dataclasses.replace(cfg.experience, bank=bank),
+        actor_optim=dataclasses.replace(cfg.actor_optim, lr=5e-4),
+        advantages=dataclasses.replace(cfg.advantages, sdae=sdae, negative_weight=0.3,
+                                       rejected_turn_credit=False),
+        warm_start=dataclasses.replace(cfg.warm_start, demos=demos, actor_steps=actor_steps,
+                                       extractor_steps=300),
+        train=dataclasses.replace(cfg.train, eval_every=eval_every, actor_mini_batches=2,
+                                  task_pool=task_pool))

@@ -27,9 +27,7 @@ partial credit, lr 5e-4.
 Actions go through the agent-side lenient parser (case, spacing,
 `put X in/on Y` -> `move X to Y`); the engine itself stays exact.
 """
-import dataclasses
-
-from experiments.configs._common import cpu_config
+from experiments.configs._common import cpu_config, tiny_rl
 
 
 def get_config():
@@ -37,11 +35,4 @@ def get_config():
                      list_actions="non_navigation", show_first_observation=True,
                      train_split="generated", eval_split="generated_eval", num_generated=1000,
                      num_eval_tasks=64, lenient_actions=True, room_size="small", steps=20)
-    return dataclasses.replace(
-        cfg,
-        actor_optim=dataclasses.replace(cfg.actor_optim, lr=5e-4),
-        advantages=dataclasses.replace(cfg.advantages, sdae=True, negative_weight=0.3,
-                                       rejected_turn_credit=False),
-        warm_start=dataclasses.replace(cfg.warm_start, demos=1000, actor_steps=1200,
-                                       extractor_steps=300),
-        train=dataclasses.replace(cfg.train, eval_every=5, actor_mini_batches=2, task_pool=16))
+    return tiny_rl(cfg, demos=1000, actor_steps=1200, eval_every=5, task_pool=16, sdae=True)

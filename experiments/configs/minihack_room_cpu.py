@@ -19,22 +19,11 @@ RL settings as alfworld_cpu (see its docstring): negative advantages scaled
 by 0.3, no win credit for rejected actions, lr 5e-4, 2 mini-batches. SDAE
 stays off: a room has one subtask (reach the stairs).
 """
-import dataclasses
-
-from experiments.configs._common import cpu_config
+from experiments.configs._common import cpu_config, tiny_rl
 
 
 def get_config():
     cfg = cpu_config("minihack_room_cpu", ("MiniHack-Room-Ultimate-5x5-v0",), max_turns=30,
                      obs_chars=700, max_new_tokens=6, train_split="train", eval_split="eval",
                      num_eval_tasks=64, steps=20)
-    bank = dataclasses.replace(cfg.experience.bank, train_batch_size=8)
-    return dataclasses.replace(
-        cfg,
-        experience=dataclasses.replace(cfg.experience, bank=bank),
-        actor_optim=dataclasses.replace(cfg.actor_optim, lr=5e-4),
-        advantages=dataclasses.replace(cfg.advantages, negative_weight=0.3,
-                                       rejected_turn_credit=False),
-        warm_start=dataclasses.replace(cfg.warm_start, demos=500, actor_steps=300,
-                                       extractor_steps=300),
-        train=dataclasses.replace(cfg.train, eval_every=5, actor_mini_batches=2, task_pool=16))
+    return tiny_rl(cfg, demos=500, actor_steps=300, eval_every=5, task_pool=16, extractor_batch=8)

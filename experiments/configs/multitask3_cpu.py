@@ -21,7 +21,7 @@ experience). The bank is partitioned per environment (multi-task tables).
 """
 import dataclasses
 
-from experiments.configs._common import cpu_config
+from experiments.configs._common import cpu_config, tiny_rl
 
 
 def get_config():
@@ -31,13 +31,7 @@ def get_config():
                      max_prompt_tokens=640, train_split="generated", eval_split="generated_eval",
                      num_generated=1000, num_eval_tasks=32, lenient_actions=True,
                      room_size="small", steps=20)
-    bank = dataclasses.replace(cfg.experience.bank, per_task=True, train_batch_size=16)
-    return dataclasses.replace(
-        cfg,
-        experience=dataclasses.replace(cfg.experience, bank=bank),
-        actor_optim=dataclasses.replace(cfg.actor_optim, lr=5e-4),
-        advantages=dataclasses.replace(cfg.advantages, negative_weight=0.3,
-                                       rejected_turn_credit=False),
-        warm_start=dataclasses.replace(cfg.warm_start, demos=1500, actor_steps=1200,
-                                       extractor_steps=300),
-        train=dataclasses.replace(cfg.train, eval_every=10, actor_mini_batches=2, task_pool=8))
+    cfg = tiny_rl(cfg, demos=1500, actor_steps=1200, eval_every=10, task_pool=8,
+                  extractor_batch=16)
+    bank = dataclasses.replace(cfg.experience.bank, per_task=True)
+    return dataclasses.replace(cfg, experience=dataclasses.replace(cfg.experience, bank=bank))

@@ -1,0 +1,145 @@
+"""The parallel sweep (experiments/figures/sweep.py): each warm start built
+once, arms run beside each other as soon as the weights they need are
+cached, timing arms alone; with fake runners, no training."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from experiments.figures import common
+from tests.figures.test_figures import rows_of, write_rows
+
+
+def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tmp_path):
+    """Two jobs: no warm start trained twice at once, other warm starts go ahead,
+    an arm marked alone (a timing run) has nothing beside it."""
+    import threading
+    import time as _time
+    from experiments.figures import sweep
+    root, cache = str(tmp_path / "runs"), str(tmp_path / "cache")
+    steps = ("train.steps=2",)
+    arms = [common.Arm("comp", "alfworld_cpu", (*steps, "experience.mode=comp_rl"), 0),
+            common.Arm("comp", "alfworld_cpu", (*steps, "experience.mode=comp_rl"), 1),
+            common.Arm("base", "alfworld_cpu", (*steps, "experience.mode=none"), 0),
+            common.Arm("comp", "minihack_room_cpu", (*steps, "experience.mode=comp_rl"), 0),
+            common.Arm("timed", "alfworld_cpu", (*steps, "experience.mode=none"), 1, alone=True),
+            common.Arm("base", "alfworld_cpu", (*steps, "experience.mode=none"), 2)]
+    by_dir = {common.run_dir(a, root): a for a in arms}
+    lock, state = threading.Lock(), {"active": 0, "peak": 0, "building": set()}
+    builds, starts = [], []
+
+    def runner(cmd, **kw):
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        assert f"warm_start.cache_dir={cache}" in cmd
+        arm = by_dir[out]
+        key, names = sweep.warm_start_need(arm)
+        with lock:
+            assert not state.get("alone") and (state["active"] == 0 or not arm.alone)
+            state["alone"] = arm.alone
+            starts.append(arm.run_name)
+            state["active"] += 1
+            state["peak"] = max(state["peak"], state["active"])
+            fresh = not sweep.warm_cached(cache, key, names)
+            if fresh:
+                assert key not in state["building"], "two runs trained one warm start at once"
+                state["building"].add(key)
+                builds.append(key)
+        _time.sleep(0.15 * (1 + len(starts) % 3))  # unequal, so runs end at different times
+        if fresh:
+            os.makedirs(os.path.join(cache, key), exist_ok=True)
+            for n in names:
+                open(os.path.join(cache, key, f"{n}.npz"), "w").close()
+            with lock:
+                state["building"].discard(key)
+        write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
+        with lock:
+            state["active"] -= 1
+            state["alone"] = False
+        return subprocess.CompletedProcess(cmd, 0)
+
+    lines = []
+    results = sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lines.append)
+    assert [r.arm for r in results] == arms and all(r.status == "done" for r in results)
+    assert state["peak"] == 2
+    assert sorted(builds) == sorted({sweep.warm_start_need(a)[0] for a in arms})  # once each
+    # MiniHack's arm did not wait behind ALFWorld's second seed, which waited for the cache
+    assert starts.index(arms[3].run_name) < starts.index(arms[1].run_name)
+    assert sum("finished |" in line for line in lines) == 6
+    again = sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lines.append)
+    assert [r.status for r in again] == ["skipped"] * 6
+    with pytest.raises(ValueError, match="jobs=0"):
+        sweep.run_arms(arms, root, jobs=0)
+
+
+def test_arm_waiting_for_a_warm_start_starts_once_it_is_cached(tmp_path):
+    """The second seed starts as soon as the first has stored the warm start,
+    while the first is still training, not when the first ends."""
+    import threading
+    import time as _time
+    from experiments.figures import sweep
+    root, cache = str(tmp_path / "runs"), str(tmp_path / "cache")
+    arms = [common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl"), s)
+            for s in (0, 1)]
+    by_dir = {common.run_dir(a, root): a for a in arms}
+    lock, events = threading.Lock(), []
+
+    def runner(cmd, **kw):
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        arm = by_dir[out]
+        key, names = sweep.warm_start_need(arm)
+        with lock:
+            events.append(("start", arm.seed))
+        if not sweep.warm_cached(cache, key, names):
+            os.makedirs(os.path.join(cache, key), exist_ok=True)
+            for n in names:  # the warm start is stored early; RL takes the rest
+                open(os.path.join(cache, key, f"{n}.npz"), "w").close()
+            _time.sleep(1.5)
+        write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
+        with lock:
+            events.append(("end", arm.seed))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lambda _: None,
+                   poll_s=0.05)
+    assert events.index(("start", 1)) < events.index(("end", 0)), events
+
+
+def test_experience_arm_trains_the_extractor_beside_a_baseline_that_built_the_actor(tmp_path):
+    """Baseline first (it stores the actor only): the Comp. RL arm waits for
+    the actor, not for the baseline's end, and builds the extractor alone."""
+    import threading
+    import time as _time
+    from experiments.figures import sweep
+    root, cache = str(tmp_path / "runs"), str(tmp_path / "cache")
+    arms = [common.Arm("base", "alfworld_cpu", ("train.steps=2", "experience.mode=none"), 0),
+            common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl"), 0),
+            common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl"), 1)]
+    by_dir = {common.run_dir(a, root): a for a in arms}
+    lock, events, built = threading.Lock(), [], []
+
+    def runner(cmd, **kw):
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        arm = by_dir[out]
+        key, names = sweep.warm_start_need(arm)
+        with lock:
+            events.append(("start", arm.label, arm.seed))
+            todo = [n for n in names if not sweep.warm_cached(cache, key, (n,))]
+            built.extend(todo)
+        _time.sleep(0.3)
+        os.makedirs(os.path.join(cache, key), exist_ok=True)
+        for n in todo:
+            open(os.path.join(cache, key, f"{n}.npz"), "w").close()
+        _time.sleep(1.0)
+        write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
+        with lock:
+            events.append(("end", arm.label, arm.seed))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lambda _: None,
+                   poll_s=0.05)
+    assert sorted(built) == ["actor", "extractor"], built  # each trained once
+    assert events.index(("start", "comp", 0)) < events.index(("end", "base", 0)), events
+    # the second seed waited for the extractor, then ran beside the first
+    assert events.index(("start", "comp", 1)) < events.index(("end", "comp", 0)), events
