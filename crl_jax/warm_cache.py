@@ -30,6 +30,11 @@ import numpy as np
 from crl_jax.config_tools import config_to_dict
 
 
+# Warm-start settings added after keys were in use, with their defaults: at
+# the default they stay out of the key, so earlier cache entries still match.
+_ADDED_LATER = {"ask_fraction": 0.0}
+
+
 def warm_start_key(cfg) -> str:
     """A hash of the config parts that determine the warm start (not the RL
     settings, not the experience mode: all arms share one warm start)."""
@@ -40,9 +45,8 @@ def warm_start_key(cfg) -> str:
         "env": {k: v for k, v in config_to_dict(cfg.env).items()
                 if k not in ("num_eval_tasks", "eval_split")},
         "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
-        # a setting added later keeps the keys of earlier warm starts while at its default
         "warm_start": {k: v for k, v in config_to_dict(cfg.warm_start).items()
-                       if k != "cache_dir" and not (k == "ask_fraction" and v == 0)},
+                       if k != "cache_dir" and not (k in _ADDED_LATER and v == _ADDED_LATER[k])},
         "version": 5,  # bump when the warm-start data changes (warm_start.seed is in its dict)
     }
     blob = json.dumps(parts, sort_keys=True, default=str).encode()

@@ -111,7 +111,7 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                     continue  # wait for the arm that is building these weights
                 # e.g. the baseline built the actor: this arm trains the extractor
                 building.setdefault(key, set()).update(missing)
-                claimed[item[0]] = missing
+                claimed[i] = missing
                 pending.remove(item)
                 progress.started(i, arm)
                 running[pool.submit(run_arm, arm, root, timeout_s, warm_cache=cache, **kw)] = item
