@@ -9,6 +9,7 @@ import jax
 import numpy as np
 
 from crl_jax import warmstart
+from crl_jax.checkpointing import RunCheckpointer
 from crl_jax.experience import ExperienceBank, ExperienceManager, HashingEmbedder
 from crl_jax.learner import Learner, OptimConfig, pack_samples
 from crl_jax.run_config import ModelSpec, RunConfig
@@ -86,21 +87,49 @@ def make_embedder(name: str):
     return DecoderEmbedder.from_checkpoint(name, tok, append_id=tok.eos_id, pad_id=tok.pad_id)
 
 
+WARM_SAVE_EVERY = 50  # SFT steps between saves of an unfinished warm start
+
+
 def supervised_warm_start(learner: Learner, samples, lr: float, steps: int, batch: int,
-                          pad_id: int, rng: np.random.Generator, label: str) -> list:
+                          pad_id: int, rng: np.random.Generator, label: str,
+                          progress_dir: str | None = None, save_every: int | None = None) -> list:
     """A few SFT steps at a warm-start learning rate (then the RL rate is restored).
-    Logs the loss every 20 steps: the warm start takes minutes on a CPU."""
+    Logs the loss every 20 steps: the warm start takes minutes on a CPU.
+
+    With ``progress_dir``, parameters, optimizer moments, losses and ``rng``'s
+    state are saved there every ``save_every`` steps (default
+    WARM_SAVE_EVERY) and at the end, and a
+    later call with the same directory (and the same samples) continues from
+    the last save: a killed hour-long warm start loses minutes, and the
+    result is the one an uninterrupted run gives. The caller removes the
+    directory once the weights are stored elsewhere."""
     if not samples or steps <= 0:
         return []
     rl_optim = learner.optim
     learner.reset_optimizer(OptimConfig(**{**rl_optim.__dict__, "lr": lr, "micro_batch": batch}))
-    losses = []
-    for i in range(steps):
-        pick = rng.choice(len(samples), size=min(batch, len(samples)), replace=False)
-        m = learner.sft_step(pack_samples([samples[j] for j in pick], pad_id, batch))
-        losses.append(m["loss"])
-        if (i + 1) % 20 == 0 or i + 1 == steps:
-            log.info("warm start %s: step %d/%d, loss %.3f", label, i + 1, steps, m["loss"])
+    losses, start, save_every = [], 0, save_every or WARM_SAVE_EVERY
+    ckpt = RunCheckpointer(progress_dir, keep=1) if progress_dir else None
+    try:
+        if ckpt and ckpt.latest_step() is not None:
+            got = ckpt.restore(targets={"params": learner.params, "opt": learner.opt_state})
+            learner.params, learner.opt_state = got.trees["params"], got.trees["opt"]
+            losses = list(got.host_state["losses"])
+            rng.bit_generator.state = got.host_state["rng"]
+            start = min(got.step, steps)
+            log.info("warm start %s: continuing at step %d/%d from %s", label, start, steps,
+                     progress_dir)
+        for i in range(start, steps):
+            pick = rng.choice(len(samples), size=min(batch, len(samples)), replace=False)
+            m = learner.sft_step(pack_samples([samples[j] for j in pick], pad_id, batch))
+            losses.append(m["loss"])
+            if (i + 1) % 20 == 0 or i + 1 == steps:
+                log.info("warm start %s: step %d/%d, loss %.3f", label, i + 1, steps, m["loss"])
+            if ckpt and ((i + 1) % save_every == 0 or i + 1 == steps):
+                ckpt.save(i + 1, {"params": learner.params, "opt": learner.opt_state},
+                          {"losses": [float(x) for x in losses], "rng": rng.bit_generator.state})
+    finally:
+        if ckpt:
+            ckpt.close()
     learner.reset_optimizer(rl_optim)
     return losses
 

@@ -154,7 +154,7 @@ class Trainer:
                     decision_repeat=ws.decision_repeat, ask_fraction=ws.ask_fraction)
                 self.warm_start_losses["actor"] = setup.supervised_warm_start(
                     self.actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
-                    self.tokenizer.pad_id, rng, "actor")
+                    self.tokenizer.pad_id, rng, "actor", self._warm_progress("actor"))
                 trained["actor"] = self.actor
             if self.use_experience and not cfg.extractor.checkpoint:
                 if cache and cache.has("extractor"):
@@ -168,15 +168,28 @@ class Trainer:
                                                               ask_fraction=ws.ask_fraction)
                     self.warm_start_losses["extractor"] = setup.supervised_warm_start(
                         self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
-                        self.ext_tokenizer.pad_id, ext_rng, "extractor")
+                        self.ext_tokenizer.pad_id, ext_rng, "extractor",
+                        self._warm_progress("extractor"))
                     trained["extractor"] = self.extractor
             if cache:
                 if trained:
                     cache.store(os.path.join(self.out_dir, "tokenizer"),
                                 {k: v.params for k, v in trained.items()}, self.warm_start_losses)
+                shutil.rmtree(self._warm_progress(), ignore_errors=True)  # now in the cache
                 self.warm_start_losses = {**cache.losses(), **self.warm_start_losses}
         log.info("warm start: %s", {k: (round(v[0], 3), round(v[-1], 3))
                                     for k, v in self.warm_start_losses.items() if v})
+
+    def _warm_progress(self, label: str = "") -> str:
+        """Where an unfinished warm start keeps its progress: beside the cache
+        entry it will become (any run with the same key continues it; the
+        sweep lets one run at a time train a key), else in the run directory
+        (kept until the run's first checkpoint holds the weights)."""
+        if self.warm_cache:
+            base = os.path.join(self.warm_cache.root, "in_progress", self.warm_cache.key)
+        else:
+            base = os.path.join(self.out_dir, "warm_start_progress")
+        return os.path.join(base, label) if label else base
 
     def _build_offline_bank(self, demos) -> None:
         """Offline Exp.: the fixed extractor distils the demonstrations once; the bank is then static."""
@@ -395,6 +408,9 @@ class Trainer:
                 if every and ((self.step + 1) % every == 0 or self.step + 1 == t.steps):
                     with self.timings.time("checkpoint"):
                         self.save_checkpoint(ckpt, self.step + 1)
+                    if os.path.isdir(self._warm_progress()):  # the checkpoint holds the weights
+                        ckpt.wait()
+                        shutil.rmtree(self._warm_progress(), ignore_errors=True)
             self._check()
         finally:
             ckpt.close()

@@ -7,6 +7,7 @@ import pytest
 
 from crl_jax import setup
 from crl_jax.config_tools import apply_overrides, load_preset
+from crl_jax.learner import Learner
 from crl_jax.trainer import Trainer
 from crl_jax.warm_cache import recorded_warm_start, warm_start_key
 from tests.trainer.test_runs import SMALL
@@ -79,3 +80,40 @@ def test_rl_seeds_start_from_the_same_warm_start_and_tasks(tmp_path):
     assert [s.tasks for s in a.eval_sources] == [s.tasks for s in b.eval_sources]
     assert [d.goal for d in a.demos] == [d.goal for d in b.demos]
     assert [d.goal for d in a.demos] != [d.goal for d in c.demos]  # another game pool
+
+
+def test_a_killed_warm_start_continues_where_it_stopped(tmp_path, monkeypatch):
+    """A warm start killed mid-way continues from its last save, and ends
+    where an uninterrupted one does (same weights, same loss curve)."""
+    steps = ["warm_start.actor_steps=5", "experience.mode=none"]
+    ref = Trainer(_cfg(tmp_path, *steps, f"warm_start.cache_dir={tmp_path / 'ref_cache'}"),
+                  str(tmp_path / "ref"))
+    cfg = _cfg(tmp_path, *steps)
+    progress = tmp_path / "cache" / "in_progress" / warm_start_key(cfg) / "actor"
+
+    monkeypatch.setattr(setup, "WARM_SAVE_EVERY", 2)
+    real_step, calls = Learner.sft_step, []
+
+    def dies_at_the_fourth(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt("killed")
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(Learner, "sft_step", dies_at_the_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(cfg, str(tmp_path / "a"))
+    assert sorted(os.listdir(progress)) == ["2"]  # the save at step 2, not a partial 4
+    assert not (tmp_path / "cache" / warm_start_key(cfg)).exists()
+
+    calls.clear()
+    monkeypatch.setattr(Learner, "sft_step", lambda self, *a, **k: (calls.append(1),
+                                                                     real_step(self, *a, **k))[1])
+    again = Trainer(cfg, str(tmp_path / "a"))
+    assert len(calls) == 3  # steps 3-5 only
+    for x, y in zip(_leaves(again.actor.params), _leaves(ref.actor.params)):
+        np.testing.assert_array_equal(x, y)
+    assert again.warm_start_losses["actor"] == pytest.approx(ref.warm_start_losses["actor"],
+                                                             rel=1e-6)
+    assert not progress.parent.exists()  # stored in the cache, progress removed
+    assert (tmp_path / "cache" / warm_start_key(cfg) / "actor.npz").exists()
