@@ -73,6 +73,11 @@ class ExperienceSpec:
     # (tiny presets, whose extractor is not warm-started on merges).
     merger: str = dataclasses.field(default="extractor", metadata={"choices": ("extractor", "dedup")})
     search_and_ask: bool = False
+    # What the tool answers: the bank's best entry rewritten by the extractor
+    # (paper), or "nothing" to every ask (an ablation: an actor taught to ask
+    # keeps the tool's turn cost but gets no content from it).
+    ask_answers: str = dataclasses.field(default="extractor",
+                                         metadata={"choices": ("extractor", "nothing")})
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training
     # At most this many extractor updates per actor step: without a cap the
     # background thread re-draws cooling-down entries (Eq. 7 weight 0) in a loop.

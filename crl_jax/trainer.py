@@ -210,7 +210,10 @@ class Trainer:
         return out
 
     def _ask(self, queries: list[str], keys: list[str]):
-        """The search-and-ask tool: the bank's best entry, rewritten by the extractor."""
+        """The search-and-ask tool: the bank's best entry, rewritten by the extractor
+        (with experience.ask_answers="nothing": no answer, the rollout says so)."""
+        if self.cfg.experience.ask_answers == "nothing":
+            return [(None, None)] * len(queries)
         per_task = self.cfg.experience.bank.per_task
         futures = [self.manager.search_and_ask(q, k if per_task else "", self.step)
                    for q, k in zip(queries, keys)]

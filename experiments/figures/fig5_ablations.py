@@ -5,7 +5,10 @@ Comp. RL run and the full system turns it on. A tiny actor never calls a tool
 it was not shown, so the arms with the tool start from a warm start that
 opens 30% of the unguided demonstrations with an ask call
 (warm_start.ask_fraction): "no search-and-ask" differs from them in that
-warm start as well as in the tool.
+warm start as well as in the tool. "Empty answers" is the fair control: the
+same ask-teaching warm start and the tool, but every ask is answered
+"nothing found" (experience.ask_answers=nothing), so only the advice's
+content differs from the full system.
 
     python experiments/figures/fig5_ablations.py --budget=quick --root=runs/figures
 """
@@ -26,6 +29,8 @@ ASK = ("experience.search_and_ask=true", "warm_start.ask_fraction=0.3")
 VARIANTS = (Variant(FULL_SYSTEM, extra=ASK, paper="best"),
             Variant("No merge", extra=(*ASK, "experience.merge_every=0"), paper="lower"),
             Variant("No search-and-ask", paper="lower"),  # the budgets pin it off
+            Variant("Empty answers (same warm start)",
+                    extra=(*ASK, "experience.ask_answers=nothing"), paper="lower"),
             Variant(BASE, "none", paper="lowest"))
 
 

@@ -59,7 +59,8 @@ def report(name: str, title: str, out_dir: str, tables: list, notes: list,
     """The record reproduce.py turns into a section of docs/RESULTS.md."""
     arms = common.dedupe_arms(arms)
     return {"name": name, "title": title, "png": os.path.join(out_dir, name + ".png"),
-            "json": os.path.join(out_dir, name + ".json"), "tables": tables, "notes": notes,
+            "json": os.path.join(out_dir, name + ".json"), "tables": tables,
+            "notes": list(dict.fromkeys(notes)),  # panels that share an arm note it once
             "ratios": ratios or {}, "seeds": sorted({a.seed for a in arms}),
             "runs": [{"label": a.label, "preset": a.preset, "seed": a.seed,
                       "overrides": list(a.overrides), "run": a.run_name,

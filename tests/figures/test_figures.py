@@ -83,6 +83,12 @@ def test_missing_key_names_the_key_and_the_keys_present():
 # --------------------------------------------------------------------------- arms
 
 
+def test_report_lists_a_note_shared_by_panels_once():
+    from experiments.figures.script import report
+    rep = report("x", "X", "out", [], ["A (seed 1): no metrics", "B: n/a", "A (seed 1): no metrics"])
+    assert rep["notes"] == ["A (seed 1): no metrics", "B: n/a"]
+
+
 def test_arms_dedupe_by_preset_overrides_and_seed_not_label():
     a = common.Arm("Comp. RL", "alfworld_cpu", ("train.steps=2", "experience.mode=none"), 0)
     b = common.Arm("Baseline", "alfworld_cpu", ("experience.mode=comp_rl", "train.steps=2",

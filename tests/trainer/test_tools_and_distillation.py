@@ -148,3 +148,31 @@ def test_rejected_turns_get_no_credit_from_a_win_and_the_penalty():
     with pytest.raises(ValueError, match="invalid_action_penalty"):
         from crl_jax.run_config import RunConfig
         RunConfig(advantages=AdvantageSpec(invalid_action_penalty=-1.0))
+
+
+def test_empty_answers_ablation_answers_nothing_without_touching_the_bank():
+    """experience.ask_answers="nothing": the ask turn still costs a turn, its
+    reply says nothing was found, and the bank is never searched."""
+    from types import SimpleNamespace
+
+    from crl_jax.config_tools import apply_overrides, load_preset
+    from crl_jax.trainer import Trainer
+
+    cfg = apply_overrides(load_preset("minihack_room_cpu"), ["experience.search_and_ask=true",
+                                                             "experience.ask_answers=nothing"])
+
+    class NoBank:
+        def search_and_ask(self, *args):
+            raise AssertionError("the bank was asked")
+
+    fake = SimpleNamespace(cfg=cfg, manager=NoBank(), step=0)
+    tok = CharTokenizer()
+    env = make_env("alfworld", split="generated", num_generated=2, seed=0)
+    engine = RolloutEngine(ScriptedSampler(tok, [["ask: where is it", "look"]]), tok,
+                           RolloutConfig(max_turns=2, history=2, max_asks=2))
+    ep = engine.play([env], [0], [False], ask=lambda q, k: Trainer._ask(fake, q, k))[0]
+    assert ep.turns[0].asked == "where is it" and ep.num_asks == 1 and ep.ask_keys == []
+    assert ep.turns[0].observation == "advice: nothing found"
+    assert "advice: nothing found" in tok.decode(ep.turns[1].prompt_ids)
+    with pytest.raises(ValueError, match="ask_answers"):
+        apply_overrides(cfg, ["experience.ask_answers=bank"])
