@@ -97,12 +97,11 @@ def supervised_warm_start(learner: Learner, samples, lr: float, steps: int, batc
     Logs the loss every 20 steps: the warm start takes minutes on a CPU.
 
     With ``progress_dir``, parameters, optimizer moments, losses and ``rng``'s
-    state are saved there every ``save_every`` steps (default
-    WARM_SAVE_EVERY) and at the end, and a
-    later call with the same directory (and the same samples) continues from
-    the last save: a killed hour-long warm start loses minutes, and the
-    result is the one an uninterrupted run gives. The caller removes the
-    directory once the weights are stored elsewhere."""
+    state are saved there every ``save_every`` steps (default WARM_SAVE_EVERY)
+    and at the end, and a later call with the same directory (and the same
+    samples) continues from the last save: a killed hour-long warm start
+    loses minutes, and ends where an uninterrupted one does. The caller
+    removes the directory once the weights are stored elsewhere."""
     if not samples or steps <= 0:
         return []
     rl_optim = learner.optim
