@@ -19,7 +19,7 @@ from experiments.figures import common  # noqa: E402
 # (column, how it is computed from the rows; see run_summary)
 COLUMNS = ("seed", "mode", "settings", "steps", "train first 5", "train last 5", "guided", "free",
            "eval0 no exp", "evalN no exp", "evalN with exp", "malformed", "bank", "ext updates",
-           "asks")
+           "asks", "ask turns")
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -36,7 +36,9 @@ def run_summary(rows: Sequence[Mapping]) -> dict:
     such episodes); first and last held-out evaluations; the share of the
     extractor's calls whose answer was malformed (counters are cumulative, so
     the last row holds the totals); the bank's final size; the extractor's RL
-    updates and the actor's search-and-ask calls over the run."""
+    updates and the search-and-ask calls that reached the bank over the run;
+    the actor's ask turns in training (with experience.ask_answers=nothing
+    none reaches the bank)."""
     train = _series(rows, "train/success")
     last = max(rows, key=lambda r: r["step"]) if rows else {}
     calls = last.get("manager/extractor_calls", 0)
@@ -52,7 +54,9 @@ def run_summary(rows: Sequence[Mapping]) -> dict:
             "malformed": last.get("manager/calls_malformed", 0) / calls if calls else float("nan"),
             "bank": last.get("bank/size", float("nan")),
             "ext updates": int(sum(_series(rows, "extractor/updates"))) if calls else float("nan"),
-            "asks": last.get("manager/asks", 0) if calls else float("nan")}
+            "asks": last.get("manager/asks", 0) if calls else float("nan"),
+            "ask turns": round(sum(float(r["train/asks_per_episode"]) * float(r["train/episodes"])
+                                   for r in rows if "train/asks_per_episode" in r))}
 
 
 def run_dirs(root: str, preset: str) -> list[str]:

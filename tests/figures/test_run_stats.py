@@ -21,6 +21,8 @@ def test_run_summary_matches_hand_computed_values():
     rows[3]["train/success_free"] = 0.9
     rows[6]["extractor/updates"], rows[7]["extractor/updates"] = 1, 1  # once the buffer filled
     rows[7]["manager/asks"] = 3  # cumulative, like the other counters
+    rows[1].update({"train/asks_per_episode": 0.25, "train/episodes": 8})  # 2 ask turns
+    rows[4].update({"train/asks_per_episode": 0.5, "train/episodes": 4})  # 2 more
     rows[7].update({"eval_no_exp/success": 0.75, "eval_with_exp/success": 0.125})
     s = run_stats.run_summary(list(reversed(rows)))  # order of rows does not matter
     assert s["steps"] == 7
@@ -30,9 +32,10 @@ def test_run_summary_matches_hand_computed_values():
     assert (s["eval0 no exp"], s["evalN no exp"], s["evalN with exp"]) == (0.25, 0.75, 0.125)
     assert s["malformed"] == pytest.approx(7 / 28) and s["bank"] == 17
     empty = run_stats.run_summary([{"step": 0}])  # a baseline row set: nothing to average
-    assert s["ext updates"] == 2 and s["asks"] == 3
+    assert s["ext updates"] == 2 and s["asks"] == 3 and s["ask turns"] == 4
     assert math.isnan(empty["guided"]) and math.isnan(empty["malformed"])
     assert math.isnan(empty["ext updates"]) and math.isnan(empty["asks"])
+    assert empty["ask turns"] == 0
 
 
 def test_table_over_run_directories_names_the_ablation_settings(tmp_path):
