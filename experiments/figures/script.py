@@ -58,10 +58,12 @@ def report(name: str, title: str, out_dir: str, tables: list, notes: list,
            ratios: dict | None = None, arms=(), root: str = "") -> dict:
     """The record reproduce.py turns into a section of docs/RESULTS.md."""
     arms = common.dedupe_arms(arms)
+    ran = [a for a in arms  # the seeds that have metrics, not every seed the budget plans
+           if not root or os.path.exists(os.path.join(common.run_dir(a, root), common.METRICS))]
     return {"name": name, "title": title, "png": os.path.join(out_dir, name + ".png"),
             "json": os.path.join(out_dir, name + ".json"), "tables": tables,
             "notes": list(dict.fromkeys(notes)),  # panels that share an arm note it once
-            "ratios": ratios or {}, "seeds": sorted({a.seed for a in arms}),
+            "ratios": ratios or {}, "seeds": sorted({a.seed for a in ran}),
             "runs": [{"label": a.label, "preset": a.preset, "seed": a.seed,
                       "overrides": list(a.overrides), "run": a.run_name,
                       "wall_s": common.load_record(a, root).get("wall_s")} for a in arms]}

@@ -89,6 +89,13 @@ def test_report_lists_a_note_shared_by_panels_once():
     assert rep["notes"] == ["A (seed 1): no metrics", "B: n/a"]
 
 
+def test_report_names_the_seeds_that_ran_not_those_planned(tmp_path):
+    from experiments.figures.script import report
+    arms = [common.Arm("A", "alfworld_cpu", (), s) for s in (0, 1, 2)]
+    write_rows(common.run_dir(arms[1], str(tmp_path)), [{"step": 1, "train/success": 0.5}])
+    assert report("x", "X", "out", [], [], arms=arms, root=str(tmp_path))["seeds"] == [1]
+
+
 def test_arms_dedupe_by_preset_overrides_and_seed_not_label():
     a = common.Arm("Comp. RL", "alfworld_cpu", ("train.steps=2", "experience.mode=none"), 0)
     b = common.Arm("Baseline", "alfworld_cpu", ("experience.mode=comp_rl", "train.steps=2",

@@ -47,7 +47,8 @@ def test_cpu_preset_runs_two_steps(preset, tmp_path):
             assert last[f"eval_no_exp/{env}/episodes"] == 2
     assert last["manager/episodes"] >= 1  # episodes reached the extractor
     assert os.path.isdir(tmp_path / "checkpoints" / "2")
-    # the warm start's own saves go once a checkpoint holds the weights
+    # the warm start saves at its last step, and that save goes once a
+    # checkpoint holds the weights
     assert not os.path.exists(tmp_path / "warm_start_progress")
     assert history[-1]["train/episodes"] == last["train/episodes"]
 
