@@ -3,9 +3,16 @@
 End-to-end success compounds every per-step error, so it hides *which*
 decisions a weak actor gets wrong. Here the expert plays held-out tasks, and
 at every state of its trajectory the actor (greedy) proposes the next action
-from the prompt the rollout would render; the report gives, per expert verb
-(go, take, open, move, ...), how often the proposal equals the expert's
-action and how often it is at least accepted by the environment.
+from the prompt the rollout would render; the report gives, per kind of
+expert decision (go, take, open, search, click[item id], ...), how often the
+proposal equals the expert's action and how often the environment accepts it.
+
+"Accepted" is the environment's own verdict when it is given a way to make
+environments: the expert's actions are replayed up to the state and the
+proposal is stepped there, so free-text actions (WebShop's search[...], whose
+page lists no admissible actions) are judged as a rollout would judge them.
+Without it, a proposal counts as accepted when the state's admissible list
+holds it.
 
     python experiments/actor_step_accuracy.py --config=alfworld_cpu
 """
@@ -13,65 +20,129 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Callable, Sequence
+import re
+from typing import Callable, NamedTuple, Sequence
 
 from crl_jax import prompts
 from crl_jax.warmstart import Demo, demo_view
+
+# Bracketed item ids (WebShop's "b064787394") must be copied character by
+# character from the page, the hardest decision for a tiny actor: grouped
+# apart from clicks on labels so the report shows them on their own.
+_BRACKET = re.compile(r"^\s*([a-z_]+)\s*\[(.*)\]\s*$", re.IGNORECASE | re.DOTALL)
+_ITEM_ID = re.compile(r"^[a-z]\d{6,}$", re.IGNORECASE)
+
+
+MISSES_KEPT = 3  # examples of wrong proposals kept per row: what the actor writes instead
+
+
+class ExpertState(NamedTuple):
+    view: prompts.TurnView  # what the actor sees
+    action: str  # what the expert did
+    admissible: frozenset  # the environment's admissible list at the state
+    demo: Demo
+    turn: int  # index of ``action`` in demo.actions
 
 
 @dataclasses.dataclass
 class VerbAccuracy:
     states: int = 0
     exact: int = 0  # proposal == expert action
-    accepted: int = 0  # proposal among the environment's admissible actions
+    accepted: int = 0  # the environment accepts the proposal
+    misses: list = dataclasses.field(default_factory=list)  # first (expert, proposal) that differ
 
     def as_dict(self) -> dict:
         n = max(self.states, 1)
-        return {"states": self.states, "exact": self.exact / n, "accepted": self.accepted / n}
+        return {"states": self.states, "exact": self.exact / n, "accepted": self.accepted / n,
+                "misses": [list(m) for m in self.misses]}
+
+
+def decision_kind(action: str) -> str:
+    """The report's row for an expert action: its first word ("go", "take"),
+    or for bracketed actions the verb ("search", "click"), with clicks on
+    item ids as "click[item id]"."""
+    m = _BRACKET.match(action)
+    if m is None:
+        return action.strip().split(" ")[0]
+    verb, arg = m.group(1).lower(), m.group(2).strip()
+    return f"{verb}[item id]" if _ITEM_ID.match(arg) else verb
 
 
 def expert_views(demos: Sequence[Demo], history: int, list_actions: str,
-                 show_first_observation: bool) -> list[tuple[prompts.TurnView, str, set]]:
-    """(what the actor would see, the expert's action, the admissible actions)
-    at every state of every winning demonstration, rendered as a rollout does
-    (no experience entry)."""
+                 show_first_observation: bool) -> list[ExpertState]:
+    """Every state of every winning demonstration, rendered as a rollout
+    renders it (no experience entry), with the expert's action."""
     out = []
     for d in demos:
         if not d.won:
             continue
         for t, action in enumerate(d.actions):
             view = demo_view(d, t, history, list_actions, show_first_observation)
-            out.append((view, action, set(d.valid[t]) if d.valid else set()))
+            out.append(ExpertState(view, action, frozenset(d.valid[t]) if d.valid else frozenset(),
+                                   d, t))
     return out
 
 
-def step_accuracy(states: Sequence[tuple[prompts.TurnView, str, set]],
-                  propose: Callable[[list[prompts.TurnView]], list[str]],
-                  batch: int = 64) -> dict[str, VerbAccuracy]:
-    """Per expert verb (the action's first word) and "all": counts of states,
-    exact matches and accepted proposals. ``propose`` maps views to actions."""
+def env_verdict(make: Callable[[], object]) -> Callable[[ExpertState, str | None], bool]:
+    """accepts(state, proposal): replays the expert up to the state in an
+    environment from ``make`` (one, reused) and steps the proposal; True when
+    the environment does not flag it invalid. None (no action parsed) is
+    never accepted."""
+    env = make()
+
+    def accepts(state: ExpertState, proposal: str | None) -> bool:
+        if proposal is None:
+            return False
+        env.reset(state.demo.task)
+        for a in state.demo.actions[:state.turn]:
+            env.step(a)
+        return not env.step(proposal).info.invalid_action
+
+    return accepts
+
+
+def step_accuracy(states: Sequence[ExpertState],
+                  propose: Callable[[list[prompts.TurnView]], list[str | None]],
+                  batch: int = 64,
+                  accepts: Callable[[ExpertState, str | None], bool] | None = None
+                  ) -> dict[str, VerbAccuracy]:
+    """Per decision kind (see decision_kind) and "all": counts of states,
+    exact matches and accepted proposals. ``propose`` maps views to actions
+    (None where the answer holds none); ``accepts`` judges a proposal
+    (default: it is in the state's admissible list, see env_verdict)."""
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
+    if accepts is None:
+        accepts = lambda state, got: got is not None and got.strip() in state.admissible  # noqa: E731
     stats: dict[str, VerbAccuracy] = collections.defaultdict(VerbAccuracy)
     for i in range(0, len(states), batch):
         chunk = states[i:i + batch]
-        proposals = propose([v for v, _, _ in chunk])
+        proposals = propose([s.view for s in chunk])
         if len(proposals) != len(chunk):
             raise ValueError(f"propose returned {len(proposals)} actions for {len(chunk)} views")
-        for (_, gold, valid), got in zip(chunk, proposals):
-            for key in (gold.split(" ")[0], "all"):
+        for state, got in zip(chunk, proposals):
+            ok = bool(accepts(state, got))
+            for key in (decision_kind(state.action), "all"):
                 s = stats[key]
                 s.states += 1
-                s.exact += got.strip() == gold
-                s.accepted += got.strip() in valid
+                right = got is not None and got.strip() == state.action
+                s.exact += right
+                s.accepted += ok
+                if not right and len(s.misses) < MISSES_KEPT:
+                    s.misses.append((state.action, got))
     return dict(stats)
 
 
 def format_report(stats: dict[str, VerbAccuracy]) -> str:
-    rows = ["| expert verb | states | exact | accepted |", "|---|---|---|---|"]
+    rows = ["| expert decision | states | exact | accepted |", "|---|---|---|---|"]
     order = sorted((k for k in stats if k != "all"), key=lambda k: -stats[k].states) + ["all"]
     for k in order:
         if k in stats:
             d = stats[k].as_dict()
             rows.append(f"| {k} | {d['states']} | {d['exact']:.2f} | {d['accepted']:.2f} |")
+    shown = [k for k in order if k != "all" and stats.get(k) and stats[k].misses]
+    if shown:
+        rows.append("\nfirst misses (expert -> proposal):")
+        rows += [f"- {k}: " + "; ".join(f"{gold} -> {got}" for gold, got in stats[k].misses)
+                 for k in shown]
     return "\n".join(rows)

@@ -20,7 +20,8 @@ from experiments.warm_start_probe import FLAGS, built_run, write_report  # noqa:
 
 
 def main(argv):
-    from crl_jax.step_accuracy import expert_views, format_report, step_accuracy
+    from crl_jax import prompts
+    from crl_jax.step_accuracy import env_verdict, expert_views, format_report, step_accuracy
     from crl_jax.warmstart import collect_demos
     from models.sampling_ops import strip_stop_tokens
 
@@ -31,15 +32,16 @@ def main(argv):
         def propose(views):
             ids = [trainer.engine.prompt_ids(v) for v in views]
             res = trainer.sampler.generate(ids, greedy, rng=0, decode=trainer.tokenizer.decode)
-            return [trainer.tokenizer.decode(strip_stop_tokens(res.tokens[j], greedy))
-                    for j in range(len(ids))]
+            # the action a rollout would take from each answer (None: none in it)
+            return [prompts.parse_action(trainer.tokenizer.decode(
+                strip_stop_tokens(res.tokens[j], greedy)), r.format) for j in range(len(ids))]
 
         report = {}
         for src in trainer.eval_sources:  # a mixture gets one table per environment
             demos = collect_demos(src.env_name, src.make, src.tasks[:FLAGS.games],
                                   r.max_turns * 2, src.expert)
             states = expert_views(demos, r.history, r.list_actions, r.show_first_observation)
-            stats = step_accuracy(states, propose)
+            stats = step_accuracy(states, propose, accepts=env_verdict(src.make))
             print(f"{sum(d.won for d in demos)}/{len(demos)} expert games won; "
                   f"{len(states)} states of the {src.env_name} eval split")
             print(format_report(stats))

@@ -1,8 +1,10 @@
 """Per-verb imitation accuracy (crl_jax/step_accuracy.py) against hand-counted values."""
 import pytest
 
-from crl_jax.step_accuracy import expert_views, format_report, step_accuracy
-from crl_jax.warmstart import Demo
+from crl_jax.envs.webshop.env import WebShopEnv
+from crl_jax.step_accuracy import (decision_kind, env_verdict, expert_views, format_report,
+                                   step_accuracy)
+from crl_jax.warmstart import Demo, collect_demos
 
 
 def _demo(won=True):
@@ -21,7 +23,8 @@ def test_views_follow_the_rollout_rendering_and_skip_losses():
     states = expert_views([_demo(), _demo(won=False)], history=1, list_actions="non_navigation",
                           show_first_observation=True)
     assert len(states) == 4  # the failed demo contributes nothing
-    view, gold, valid = states[1]
+    view, gold, valid, demo, turn = states[1]
+    assert turn == 1 and demo.actions[turn] == gold
     assert gold == "take cup 1 from table 1" and "take cup 1 from table 1" in valid
     assert view.history == (("go to table 1", "o1"),) and view.observation == "o1"
     assert view.valid_actions == ("take cup 1 from table 1",)
@@ -39,10 +42,13 @@ def test_counts_exact_and_accepted_per_verb():
     assert (s["move"].exact, s["move"].accepted) == (0, 0)
     assert (s["go"].states, s["go"].exact) == (2, 1)
     assert (s["take"].exact, s["take"].accepted) == (0, 1)
-    oracle = lambda views: [g for v in views for (w, g, _) in states if w is v]
+    oracle = lambda views: [s.action for v in views for s in states if s.view is v]
     assert step_accuracy(states, oracle)["all"].as_dict()["exact"] == 1.0
+    assert s["move"].misses == [("move cup 1 to fridge 1", "go to fridge 1")]
+    assert len(s["all"].misses) == 3  # 3 wrong of 4, all kept (MISSES_KEPT)
     report = format_report(s)
-    assert "| go | 2 | 0.50 | 1.00 |" in report and report.splitlines()[-1].startswith("| all | 4")
+    assert "- move: move cup 1 to fridge 1 -> go to fridge 1" in report
+    assert "| go | 2 | 0.50 | 1.00 |" in report and "expert decision" in report and "| all | 4 | 0.25 | 0.75 |" in report
 
 
 def test_bad_inputs_are_rejected():
@@ -51,3 +57,41 @@ def test_bad_inputs_are_rejected():
         step_accuracy(states, lambda views: [])
     with pytest.raises(ValueError, match="batch"):
         step_accuracy(states, lambda views: [], batch=0)
+
+
+def test_decision_kinds_split_bracket_verbs_and_item_ids():
+    assert decision_kind("go to table 1") == "go"
+    assert decision_kind("search[vegan snacks 12 pack]") == "search"
+    assert decision_kind("click[b064787394]") == "click[item id]"
+    assert decision_kind("Click[ B001858630 ]") == "click[item id]"
+    assert decision_kind("click[buy now]") == decision_kind("click[8 ounce]") == "click"
+
+
+def test_no_parsed_action_is_neither_exact_nor_accepted():
+    states = expert_views([_demo()], 1, "none", False)
+    s = step_accuracy(states, lambda views: [None] * len(views))["all"]
+    assert (s.states, s.exact, s.accepted) == (4, 0, 0)
+
+
+def test_the_environment_judges_free_text_actions():
+    # WebShop's search page lists no admissible actions: by the list alone no
+    # search could be accepted; the environment accepts any non-empty query.
+    demos = collect_demos("webshop", WebShopEnv, [0, 1], 20)
+    states = expert_views(demos, 2, "none", False)
+    searches = [s for s in states if decision_kind(s.action) == "search"]
+    ids = [s for s in states if decision_kind(s.action) == "click[item id]"]
+    assert searches and ids and all(not s.admissible for s in searches)
+    accepts = env_verdict(WebShopEnv)
+    assert all(accepts(s, "search[anything at all]") for s in searches)
+    assert not any(accepts(s, "search[]") for s in searches)
+    assert not any(accepts(s, None) for s in searches)
+    # on a results page the listed id is accepted, an id one digit off is not
+    for s in ids:
+        wrong = s.action[:-2] + ("0" if s.action[-2] != "0" else "1") + "]"
+        assert accepts(s, s.action) and not accepts(s, wrong)
+        assert (s.action in s.admissible) and (wrong not in s.admissible)
+    # the replay does not disturb later verdicts (same state judged twice)
+    assert accepts(ids[0], ids[0].action)
+    by_list = step_accuracy(searches, lambda views: ["search[x]"] * len(views))["all"]
+    by_env = step_accuracy(searches, lambda views: ["search[x]"] * len(views), accepts=accepts)["all"]
+    assert by_list.accepted == 0 and by_env.accepted == by_env.states == len(searches)
