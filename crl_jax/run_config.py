@@ -53,6 +53,12 @@ class EnvSpec:
     num_eval_tasks: int = 32
     lenient_actions: bool = False
     max_episode_steps: int = 0  # 0 = the rollout's max_turns
+    # MiniHack: NetHack's clock rules (full/new moon luck, Friday 13th, night,
+    # the midnight hour) follow the task seed instead of the machine's clock.
+    # Off, as NLE's default: then one seed plays differently at 00:30 than at
+    # 14:30 (1 of 64 expert episodes on the eval seeds), so arms run at other
+    # hours see other games. Off keeps the warm starts cached before it existed.
+    seeded_clock: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,7 +41,8 @@ def _alfworld_games(split: str, num_generated: int, seed: int, task_types: tuple
 
 def task_source(env_name: str, split: str, num_generated: int, seed: int, max_steps: int,
                 lenient_actions: bool = False, num_tasks: int | None = None,
-                task_types: tuple = (), room_size: str = "full") -> TaskSource:
+                task_types: tuple = (), room_size: str = "full",
+                seeded_clock: bool = False) -> TaskSource:
     """``split`` selects train or eval tasks: ALFWorld takes a pack split
     (train, valid_seen, valid_unseen) or generated / generated_eval; other
     environments take "train" (seeds from 0) or "eval" (seeds from 1e6)."""
@@ -55,5 +56,7 @@ def task_source(env_name: str, split: str, num_generated: int, seed: int, max_st
     is_eval = split in ("eval", "generated_eval", "valid_unseen", "valid_seen")
     start = _EVAL_SEED_OFFSET if is_eval else 0
     count = num_tasks or (256 if is_eval else 100_000)
-    return TaskSource(env_name, lambda: make_env(env_name), list(range(start + seed, start + seed + count)),
+    kwargs = {"seeded_clock": True} if seeded_clock and env_name.startswith("MiniHack-") else {}
+    return TaskSource(env_name, lambda: make_env(env_name, **kwargs),
+                      list(range(start + seed, start + seed + count)),
                       env_name)

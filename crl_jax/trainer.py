@@ -61,10 +61,11 @@ class Trainer:
         data_seed = cfg.warm_start.seed
         self.train_sources = [task_source(n, cfg.env.train_split, cfg.env.num_generated, data_seed,
                                           max_steps, cfg.env.lenient_actions, None,
-                                          cfg.env.task_types, cfg.env.room_size) for n in cfg.env.names]
+                                          cfg.env.task_types, cfg.env.room_size, cfg.env.seeded_clock)
+                              for n in cfg.env.names]
         self.eval_sources = [task_source(n, cfg.env.eval_split, cfg.env.num_generated, data_seed,
                                          max_steps, cfg.env.lenient_actions, cfg.env.num_eval_tasks,
-                                         cfg.env.task_types, cfg.env.room_size)
+                                         cfg.env.task_types, cfg.env.room_size, cfg.env.seeded_clock)
                              for n in cfg.env.names]
         tiny = not cfg.actor.checkpoint
         demos = []

@@ -33,6 +33,7 @@ from crl_jax.config_tools import config_to_dict
 # Warm-start settings added after keys were in use, with their defaults: at
 # the default they stay out of the key, so earlier cache entries still match.
 _ADDED_LATER = {"ask_fraction": 0.0}
+_ENV_ADDED_LATER = {"seeded_clock": False}
 
 
 def warm_start_key(cfg) -> str:
@@ -43,7 +44,8 @@ def warm_start_key(cfg) -> str:
         "actor": config_to_dict(cfg.actor), "extractor": config_to_dict(cfg.extractor),
         # evaluation settings do not shape the warm start
         "env": {k: v for k, v in config_to_dict(cfg.env).items()
-                if k not in ("num_eval_tasks", "eval_split")},
+                if k not in ("num_eval_tasks", "eval_split")
+                and not (k in _ENV_ADDED_LATER and v == _ENV_ADDED_LATER[k])},
         "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
         "warm_start": {k: v for k, v in config_to_dict(cfg.warm_start).items()
                        if k != "cache_dir" and not (k in _ADDED_LATER and v == _ADDED_LATER[k])},

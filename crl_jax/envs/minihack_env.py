@@ -1,8 +1,11 @@
 """MiniHack tasks of the paper as text environments (real nle + minihack).
 
 Each reset seeds NetHack's core, display and level RNGs with the task seed
-(reseeding off), so a seed fixes the level and every later random event:
-the same seed and actions give the same episode.
+(reseeding off), so a seed fixes the level and every later random event.
+NetHack also reads the machine's clock (full and new moon change luck, the
+midnight hour and the night change monsters): the same seed and actions give
+the same episode at any hour only with ``seeded_clock=True``, which has NLE
+derive those from the seed.
 
 Reward is the paper's binary success: 1.0 on the step the goal is reached
 (MiniHack's raw reward > 0), else 0.0; the raw reward (with MiniHack's step
@@ -60,12 +63,14 @@ TASKS: dict[str, TaskSpec] = {
 }
 
 
-def _make_gym_env(env_id: str, max_episode_steps: int | None):
+def _make_gym_env(env_id: str, max_episode_steps: int | None, seeded_clock: bool = False):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # minihack imports pkg_resources
         import gymnasium as gym
         import minihack  # noqa: F401  (registers the MiniHack ids)
     kwargs = {"observation_keys": _OBS_KEYS}
+    if seeded_clock:  # NLE derives moon phase, night and midnight from the seeds
+        kwargs["fix_moon_phase"] = True
     if max_episode_steps is not None:
         kwargs["max_episode_steps"] = max_episode_steps
     return gym.make(env_id, **kwargs).unwrapped
@@ -76,14 +81,14 @@ class MiniHackEnv:
 
     def __init__(self, env_id: str = "MiniHack-Room-Ultimate-5x5-v0",
                  seed: int = 0, crop_radius: int | None = None,
-                 max_episode_steps: int | None = None):
+                 max_episode_steps: int | None = None, seeded_clock: bool = False):
         if env_id not in TASKS:
             raise ValueError(f"unknown MiniHack task {env_id!r}; "
                              f"valid: {sorted(TASKS)}")
         self.name = env_id
         self.spec = TASKS[env_id]
         self._crop_radius = crop_radius
-        self._env = _make_gym_env(env_id, max_episode_steps)
+        self._env = _make_gym_env(env_id, max_episode_steps, seeded_clock)
         self.action_names = mt.action_names(self._env.actions)
         self._next_seed = int(seed)
         self.obs: dict | None = None  # the latest raw NLE observation

@@ -62,6 +62,8 @@ def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
     # a later-added setting at its default keeps earlier keys; set, it changes them
     assert warm_start_key(_cfg(tmp_path, "warm_start.ask_fraction=0.0")) == base
     assert warm_start_key(_cfg(tmp_path, "warm_start.ask_fraction=0.2")) != base
+    assert warm_start_key(_cfg(tmp_path, "env.seeded_clock=false")) == base
+    assert warm_start_key(_cfg(tmp_path, "env.seeded_clock=true")) != base  # other expert games
     with pytest.raises(ValueError, match="ask_fraction must be in"):
         _cfg(tmp_path, "warm_start.ask_fraction=1.5")
 
