@@ -136,6 +136,10 @@ class WarmStartSpec:
     # calls the tool (experience.search_and_ask stays inert).
     ask_fraction: float = 0.0
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
+    # One token per digit in that tokenizer: ids and numbers read the same
+    # wherever they appear, so copying one (WebShop's product ids) is a
+    # per-character pattern rather than a set of merged digit chunks.
+    split_digits: bool = False
     # The seed of everything before RL: the generated game pools (train and
     # eval), the demonstrations, the tokenizer, the tiny models' init, the SFT
     # order and train.task_pool. train.seed only drives RL, so the seeds of a

@@ -155,4 +155,4 @@ def dedup_merger(texts: list[str]) -> list[str]:
 
 def env_tokenizer(cfg: RunConfig, demos, out_dir: str):
     return warmstart.train_env_tokenizer(demos, cfg.warm_start.vocab_size, out_dir,
-                                         cfg.rollout.history)
+                                         cfg.rollout.history, cfg.warm_start.split_digits)

@@ -32,7 +32,7 @@ from crl_jax.config_tools import config_to_dict
 
 # Warm-start settings added after keys were in use, with their defaults: at
 # the default they stay out of the key, so earlier cache entries still match.
-_ADDED_LATER = {"ask_fraction": 0.0}
+_ADDED_LATER = {"ask_fraction": 0.0, "split_digits": False}
 _ENV_ADDED_LATER = {"seeded_clock": False}
 
 

@@ -255,11 +255,13 @@ def tokenizer_corpus(demos: Sequence[Demo], history: int) -> list[str]:
     return texts
 
 
-def train_env_tokenizer(demos: Sequence[Demo], vocab_size: int, out_dir: str, history: int):
+def train_env_tokenizer(demos: Sequence[Demo], vocab_size: int, out_dir: str, history: int,
+                        split_digits: bool = False):
     from models.tokenizer import load_tokenizer
     from models.tokenizer_training import train_lossless_tokenizer
 
     path = os.path.join(out_dir, "tokenizer")
     if not os.path.exists(os.path.join(path, "tokenizer.json")):
-        train_lossless_tokenizer(tokenizer_corpus(demos, history), vocab_size, path, kind="bpe")
+        train_lossless_tokenizer(tokenizer_corpus(demos, history), vocab_size, path, kind="bpe",
+                                 split_digits=split_digits)
     return load_tokenizer(path)

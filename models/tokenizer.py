@@ -293,8 +293,8 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
 
 
 def train_lossless_tokenizer(texts: Iterable[str], vocab_size: int, out_path: str | os.PathLike,
-                             kind: str = "sentencepiece") -> str:
+                             kind: str = "sentencepiece", split_digits: bool = False) -> str:
     """Train a small tokenizer whose decode(encode(x)) == x; see tokenizer_training.py."""
     from models.tokenizer_training import train_lossless_tokenizer as train
 
-    return train(texts, vocab_size, out_path, kind)
+    return train(texts, vocab_size, out_path, kind, split_digits)

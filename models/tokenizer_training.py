@@ -25,12 +25,15 @@ KINDS = ("sentencepiece", "bpe")
 
 
 def train_lossless_tokenizer(texts: Iterable[str], vocab_size: int, out_path: str | os.PathLike,
-                             kind: str = "sentencepiece") -> str:
+                             kind: str = "sentencepiece", split_digits: bool = False) -> str:
     """Train a tokenizer on `texts` and write it to the directory `out_path`.
 
     kind="sentencepiece" writes `out_path/tokenizer.model`; kind="bpe" writes a
     Hugging Face directory (tokenizer.json, tokenizer_config.json with the chat
     template). Returns `out_path`; open it with `models.tokenizer.load_tokenizer`.
+    split_digits=True makes every digit its own token (no merged digit runs),
+    so a number copied from the input is the same token sequence wherever it
+    appears, one token per character: what an actor copying item ids needs.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -44,13 +47,14 @@ def train_lossless_tokenizer(texts: Iterable[str], vocab_size: int, out_path: st
     out_path = os.fspath(out_path)
     os.makedirs(out_path, exist_ok=True)
     if kind == "sentencepiece":
-        _train_sentencepiece(texts, vocab_size, out_path)
+        _train_sentencepiece(texts, vocab_size, out_path, split_digits)
     else:
-        _train_byte_level_bpe(texts, vocab_size, out_path)
+        _train_byte_level_bpe(texts, vocab_size, out_path, split_digits)
     return out_path
 
 
-def _train_sentencepiece(texts: list[str], vocab_size: int, out_dir: str) -> None:
+def _train_sentencepiece(texts: list[str], vocab_size: int, out_dir: str,
+                         split_digits: bool = False) -> None:
     import sentencepiece as spm
 
     model = io.BytesIO()
@@ -68,7 +72,7 @@ def _train_sentencepiece(texts: list[str], vocab_size: int, out_dir: str) -> Non
             allow_whitespace_only_pieces=True,  # indentation runs become tokens
             byte_fallback=True,                 # unseen characters become bytes, never <unk>
             character_coverage=1.0,
-            split_digits=False,
+            split_digits=split_digits,
             max_sentence_length=1 << 24,        # long observations are not dropped
             hard_vocab_limit=False,             # a small corpus may yield fewer pieces
             pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
@@ -82,14 +86,18 @@ def _train_sentencepiece(texts: list[str], vocab_size: int, out_dir: str) -> Non
         f.write(model.getvalue())
 
 
-def _train_byte_level_bpe(texts: list[str], vocab_size: int, out_dir: str) -> None:
+def _train_byte_level_bpe(texts: list[str], vocab_size: int, out_dir: str,
+                          split_digits: bool = False) -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     # Byte-level BPE maps every byte to a visible symbol before merging, so
     # decoding is exact by construction, whatever the whitespace.
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # Digits only splits (never drops), so decoding stays exact.
+    tok.pre_tokenizer = (pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                  byte_level]) if split_digits else byte_level)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)

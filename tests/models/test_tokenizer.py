@@ -190,3 +190,24 @@ def test_training_rejects_bad_arguments(tmp_path):
         train_lossless_tokenizer(AGENT_TEXTS, 100, tmp_path)
     with pytest.raises(ValueError, match="texts is empty"):
         train_lossless_tokenizer(["", ""], 600, tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["sentencepiece", "bpe"])
+def test_split_digits_gives_one_token_per_digit(kind, tmp_path):
+    # A shop page and the click that copies an id off it: the id must read
+    # as the same tokens in both places.
+    page = ["[b064787394] vegan snacks $12.99\n[b015802094] kosher soup $3.50\n"] * 40
+    action = "click[b064787394]"
+    merged = load_tokenizer(train_lossless_tokenizer(page + AGENT_TEXTS, 600, tmp_path / "m", kind=kind))
+    split = load_tokenizer(train_lossless_tokenizer(page + AGENT_TEXTS, 600, tmp_path / "s", kind=kind,
+                                                    split_digits=True))
+
+    def pieces(tok, text):
+        return [tok.decode([i]) for i in tok.encode(text)]
+
+    assert any(sum(c.isdigit() for c in p) > 1 for p in pieces(merged, action))  # runs merged
+    got = pieces(split, action)
+    assert all(sum(c.isdigit() for c in p) <= 1 for p in got)
+    assert [p for p in got if p.isdigit()] == list("064787394")
+    for text in [action] + page[:1] + AGENT_TEXTS + HELD_OUT:
+        assert split.decode(split.encode(text)) == text  # still lossless

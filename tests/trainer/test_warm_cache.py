@@ -63,6 +63,8 @@ def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
     assert warm_start_key(_cfg(tmp_path, "warm_start.ask_fraction=0.0")) == base
     assert warm_start_key(_cfg(tmp_path, "warm_start.ask_fraction=0.2")) != base
     assert warm_start_key(_cfg(tmp_path, "env.seeded_clock=false")) == base
+    assert warm_start_key(_cfg(tmp_path, "warm_start.split_digits=false")) == base
+    assert warm_start_key(_cfg(tmp_path, "warm_start.split_digits=true")) != base  # other tokenizer
     assert warm_start_key(_cfg(tmp_path, "env.seeded_clock=true")) != base  # other expert games
     with pytest.raises(ValueError, match="ask_fraction must be in"):
         _cfg(tmp_path, "warm_start.ask_fraction=1.5")
