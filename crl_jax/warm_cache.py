@@ -30,10 +30,19 @@ import numpy as np
 from crl_jax.config_tools import config_to_dict
 
 
-# Warm-start settings added after keys were in use, with their defaults: at
-# the default they stay out of the key, so earlier cache entries still match.
-_ADDED_LATER = {"ask_fraction": 0.0, "split_digits": False}
-_ENV_ADDED_LATER = {"seeded_clock": False}
+# Settings added after keys were in use, per config section, with their
+# defaults: at the default they stay out of the key, so earlier cache entries
+# still match. Evaluation settings and the cache's own place never shape it.
+_ADDED_LATER = {"env": {"seeded_clock": False},
+                "warm_start": {"ask_fraction": 0.0, "split_digits": False}}
+_NOT_SHAPING = {"env": ("num_eval_tasks", "eval_split"), "warm_start": ("cache_dir",)}
+
+
+def _shaping(section: str, spec) -> dict:
+    """The settings of one config section that shape the warm start."""
+    later = _ADDED_LATER.get(section, {})
+    return {k: v for k, v in config_to_dict(spec).items()
+            if k not in _NOT_SHAPING.get(section, ()) and not (k in later and v == later[k])}
 
 
 def warm_start_key(cfg) -> str:
@@ -42,13 +51,9 @@ def warm_start_key(cfg) -> str:
     r = cfg.rollout
     parts = {
         "actor": config_to_dict(cfg.actor), "extractor": config_to_dict(cfg.extractor),
-        # evaluation settings do not shape the warm start
-        "env": {k: v for k, v in config_to_dict(cfg.env).items()
-                if k not in ("num_eval_tasks", "eval_split")
-                and not (k in _ENV_ADDED_LATER and v == _ENV_ADDED_LATER[k])},
+        "env": _shaping("env", cfg.env),
         "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
-        "warm_start": {k: v for k, v in config_to_dict(cfg.warm_start).items()
-                       if k != "cache_dir" and not (k in _ADDED_LATER and v == _ADDED_LATER[k])},
+        "warm_start": _shaping("warm_start", cfg.warm_start),
         "version": 5,  # bump when the warm-start data changes (warm_start.seed is in its dict)
     }
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
