@@ -50,11 +50,14 @@ class VerbAccuracy:
     exact: int = 0  # proposal == expert action
     accepted: int = 0  # the environment accepts the proposal
     misses: list = dataclasses.field(default_factory=list)  # first (expert, proposal) that differ
+    # Item-id rows: summed share of the id's characters the proposal has in
+    # place. "accepted" is all or nothing; this shows how far copying got.
+    id_chars: float = 0.0
 
     def as_dict(self) -> dict:
         n = max(self.states, 1)
         return {"states": self.states, "exact": self.exact / n, "accepted": self.accepted / n,
-                "misses": [list(m) for m in self.misses]}
+                "id_chars": self.id_chars / n, "misses": [list(m) for m in self.misses]}
 
 
 def decision_kind(action: str) -> str:
@@ -66,6 +69,21 @@ def decision_kind(action: str) -> str:
         return action.strip().split(" ")[0]
     verb, arg = m.group(1).lower(), m.group(2).strip()
     return f"{verb}[item id]" if _ITEM_ID.match(arg) else verb
+
+
+def id_chars_right(expert: str, proposal: str | None) -> float | None:
+    """For an expert click on an item id: the share of the id's characters
+    that the proposal's bracket argument has at the same position (case
+    ignored, as the environment ignores it); a random 10-digit guess after
+    the fixed "b0" scores about 0.28. None when the expert's action is not
+    an item-id click."""
+    m = _BRACKET.match(expert)
+    if m is None or not _ITEM_ID.match(m.group(2).strip()):
+        return None
+    gold = m.group(2).strip().lower()
+    got = _BRACKET.match(proposal or "")
+    arg = got.group(2).strip().lower() if got else ""
+    return sum(a == b for a, b in zip(gold, arg)) / len(gold)
 
 
 def expert_views(demos: Sequence[Demo], history: int, list_actions: str,
@@ -122,9 +140,12 @@ def step_accuracy(states: Sequence[ExpertState],
             raise ValueError(f"propose returned {len(proposals)} actions for {len(chunk)} views")
         for state, got in zip(chunk, proposals):
             ok = bool(accepts(state, got))
+            chars = id_chars_right(state.action, got)
             for key in (decision_kind(state.action), "all"):
                 s = stats[key]
                 s.states += 1
+                if chars is not None and key != "all":
+                    s.id_chars += chars
                 right = got is not None and got.strip() == state.action
                 s.exact += right
                 s.accepted += ok
@@ -134,12 +155,14 @@ def step_accuracy(states: Sequence[ExpertState],
 
 
 def format_report(stats: dict[str, VerbAccuracy]) -> str:
-    rows = ["| expert decision | states | exact | accepted |", "|---|---|---|---|"]
+    rows = ["| expert decision | states | exact | accepted | id characters in place |",
+            "|---|---|---|---|---|"]
     order = sorted((k for k in stats if k != "all"), key=lambda k: -stats[k].states) + ["all"]
     for k in order:
         if k in stats:
             d = stats[k].as_dict()
-            rows.append(f"| {k} | {d['states']} | {d['exact']:.2f} | {d['accepted']:.2f} |")
+            chars = f"{d['id_chars']:.2f}" if k.endswith("[item id]") else ""
+            rows.append(f"| {k} | {d['states']} | {d['exact']:.2f} | {d['accepted']:.2f} | {chars} |")
     shown = [k for k in order if k != "all" and stats.get(k) and stats[k].misses]
     if shown:
         rows.append("\nfirst misses (expert -> proposal):")

@@ -3,7 +3,7 @@ import pytest
 
 from crl_jax.envs.webshop.env import WebShopEnv
 from crl_jax.step_accuracy import (decision_kind, env_verdict, expert_views, format_report,
-                                   step_accuracy)
+                                   id_chars_right, step_accuracy)
 from crl_jax.warmstart import Demo, collect_demos
 
 
@@ -67,6 +67,16 @@ def test_decision_kinds_split_bracket_verbs_and_item_ids():
     assert decision_kind("click[buy now]") == decision_kind("click[8 ounce]") == "click"
 
 
+def test_id_characters_in_place_are_counted_by_position():
+    assert id_chars_right("click[b050705762]", "click[B050705762]") == 1.0  # case ignored
+    assert id_chars_right("click[b050705762]", "click[b050705769]") == 0.9
+    assert id_chars_right("click[b050705762]", "click[b0722422]") == 0.2  # b and 0; too short
+    assert id_chars_right("click[b050705762]", "click[buy now]") == 0.1
+    assert id_chars_right("click[b050705762]", None) == 0.0
+    assert id_chars_right("click[buy now]", "click[buy now]") is None  # not an id click
+    assert id_chars_right("go to table 1", "go to table 1") is None
+
+
 def test_no_parsed_action_is_neither_exact_nor_accepted():
     states = expert_views([_demo()], 1, "none", False)
     s = step_accuracy(states, lambda views: [None] * len(views))["all"]
@@ -92,6 +102,13 @@ def test_the_environment_judges_free_text_actions():
         assert (s.action in s.admissible) and (wrong not in s.admissible)
     # the replay does not disturb later verdicts (same state judged twice)
     assert accepts(ids[0], ids[0].action)
+    # one digit off keeps 9 of 10 characters in place; the row reports the mean
+    one_off = {id(s.view): s.action[:-2] + ("0" if s.action[-2] != "0" else "1") + "]"
+               for s in ids}
+    row = step_accuracy(ids, lambda views: [one_off[id(v)] for v in views])["click[item id]"]
+    assert row.as_dict()["id_chars"] == pytest.approx(0.9) and row.exact == 0
+    assert "| click[item id] | " in format_report({"click[item id]": row}) and "| 0.90 |" in \
+        format_report({"click[item id]": row})
     by_list = step_accuracy(searches, lambda views: ["search[x]"] * len(views))["all"]
     by_env = step_accuracy(searches, lambda views: ["search[x]"] * len(views), accepts=accepts)["all"]
     assert by_list.accepted == 0 and by_env.accepted == by_env.states == len(searches)
