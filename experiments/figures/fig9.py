@@ -110,17 +110,22 @@ def make_scaling(root: str, budget: str, out_dir: str) -> dict:
     for name, arms_ in groups.items():
         runs, missing = common.load_runs(arms_, root)
         notes += missing
+        short = [a for a in arms_ if (got := runs.get(a.label, {}).get(a.seed))
+                 and max(int(r["step"]) for r in got) < common.expected_steps(a)]
+        shown = name  # an unfinished run is named in the row itself, not only in the notes
+        if short:
+            shown = f"{name} (unfinished: {', '.join(sorted({a.label for a in short}))})"
         bars = {}
         for key, k in (("train/success", 3), ("eval_no_exp/success", 1)):
             num, den, r = compare(runs, notes, name, key, key, k)
             gain = (num["mean"] - den["mean"]) if num and den else None
-            rows.append([name, key, fmt_finals(num), fmt_finals(den),
+            rows.append([shown, key, fmt_finals(num), fmt_finals(den),
                          f"{fmt(100 * gain, 1)} pts" if gain is not None else "n/a",
                          fmt_ratio(r), PAPER_GAIN[name]])
             ratios[f"{name}/{key}"] = r
             if key == "eval_no_exp/success":
                 bars.update({lbl: f for lbl, f in ((COMP, num), (BASE, den)) if f})
-        panels.append({"title": f"{name}: final eval success", "ylabel": "success rate",
+        panels.append({"title": f"{shown}: final eval success", "ylabel": "success rate",
                        "bars": bars})
     plots.plot_bars(os.path.join(out_dir, "fig9d_task_scaling"),
                     "Fig. 9d: Comp. RL vs baseline on 3 and 6 tasks", panels)

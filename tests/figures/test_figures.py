@@ -355,3 +355,18 @@ def test_presets_and_seeds_flags_restrict_the_arms_and_reject_unknown_values():
     assert len(listed) == 4 and all(("-s0-" in x) != ("-s2-" in x) for x in listed), some.stderr
     bad = subprocess.run(base + ["--seeds=7"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "valid: ['0', '1', '2']" in bad.stderr
+
+
+def test_task_scaling_names_an_unfinished_run_in_its_row(tmp_path):
+    from experiments.figures import fig9
+    root, out = str(tmp_path / "runs"), str(tmp_path / "out")
+    for arms in fig9.scaling_arms("quick").values():
+        for arm in arms:
+            write_rows(common.run_dir(arm, root), fake_rows(arm))
+    # the 6-task baseline stops halfway: its row must say so, not only the notes
+    six_base = next(a for a in fig9.scaling_arms("quick")["6 tasks"] if a.label == fig9.BASE)
+    half = fake_rows(six_base)[:1 + int(common.override_value(six_base, "train.steps")) // 2]
+    write_rows(common.run_dir(six_base, root), half)
+    rec = fig9.make_scaling(root, "quick", out)
+    labels = {r[0] for t in rec["tables"] for r in t["rows"]}
+    assert labels == {"3 tasks", f"6 tasks (unfinished: {fig9.BASE})"}
