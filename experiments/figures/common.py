@@ -371,6 +371,15 @@ def ratio(num: dict, den: dict) -> dict:
             "paired_seeds": len(paired), "finite_seeds": len(finite)}
 
 
+def _rows_last_step(rows: Sequence[Mapping]) -> int:
+    return max(int(r["step"]) for r in rows)
+
+
+def is_short(arm: Arm, rows: Sequence[Mapping]) -> bool:
+    """True for a run (its metric rows) that stopped before the arm's last step."""
+    return _rows_last_step(rows) < expected_steps(arm)
+
+
 def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]], list[str]]:
     """{label: {seed: rows}} for arms with a metrics.jsonl, and notes naming
     the missing ones; a run made with other settings than the arm's today is
@@ -387,10 +396,10 @@ def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]
                            f"other settings ({'; '.join(stale[:3])}); rerun it")
         elif rows:
             out.setdefault(arm.label, {})[arm.seed] = rows
-            got, want = max(int(r["step"]) for r in rows), expected_steps(arm)
-            if got < want:
-                missing.append(f"{arm.label} (seed {arm.seed}): unfinished, step {got} of "
-                               f"{want}: its last numbers are not final")
+            if is_short(arm, rows):
+                missing.append(f"{arm.label} (seed {arm.seed}): unfinished, step "
+                               f"{_rows_last_step(rows)} of {expected_steps(arm)}: its last numbers "
+                               f"are not final")
         else:
             missing.append(f"{arm.label} (seed {arm.seed}): no metrics in {run_dir(arm, root)}")
     return out, missing

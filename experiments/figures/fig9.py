@@ -111,7 +111,7 @@ def make_scaling(root: str, budget: str, out_dir: str) -> dict:
         runs, missing = common.load_runs(arms_, root)
         notes += missing
         short = [a for a in arms_ if (got := runs.get(a.label, {}).get(a.seed))
-                 and max(int(r["step"]) for r in got) < common.expected_steps(a)]
+                 and common.is_short(a, got)]
         shown = name  # an unfinished run is named in the row itself, not only in the notes
         if short:
             shown = f"{name} (unfinished: {', '.join(sorted({a.label for a in short}))})"
