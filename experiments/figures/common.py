@@ -28,7 +28,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RUN_SCRIPT = os.path.join(REPO, "experiments", "run.py")
 FIGURES_DIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(FIGURES_DIR, "out")
-DEFAULT_ROOT = os.path.join(REPO, "runs", "figures")
+DEFAULT_ROOT = os.path.join(FIGURES_DIR, "runs")  # the full budget's; records committed (publish.py)
 BUDGETS = ("quick", "full")
 METRICS = "metrics.jsonl"
 
@@ -380,6 +380,12 @@ def is_short(arm: Arm, rows: Sequence[Mapping]) -> bool:
     return _rows_last_step(rows) < expected_steps(arm)
 
 
+def shown_path(path: str) -> str:
+    """A path as documents show it: relative to the repository when inside it."""
+    rel = os.path.relpath(os.path.abspath(path), REPO)
+    return path if rel.startswith("..") else rel
+
+
 def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]], list[str]]:
     """{label: {seed: rows}} for arms with a metrics.jsonl, and notes naming
     the missing ones; a run made with other settings than the arm's today is
@@ -388,11 +394,12 @@ def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]
     out: dict[str, dict[int, list]] = {}
     missing = []
     for arm in arms:
-        path = os.path.join(run_dir(arm, root), METRICS)
+        where = run_dir(arm, root)
+        path = os.path.join(where, METRICS)
         rows = read_rows(path) if os.path.exists(path) else []
-        stale = stale_settings(arm, run_dir(arm, root)) if rows else []
+        stale = stale_settings(arm, where) if rows else []
         if stale:
-            missing.append(f"{arm.label} (seed {arm.seed}): {run_dir(arm, root)} was made with "
+            missing.append(f"{arm.label} (seed {arm.seed}): {shown_path(where)} was made with "
                            f"other settings ({'; '.join(stale[:3])}); rerun it")
         elif rows:
             out.setdefault(arm.label, {})[arm.seed] = rows
@@ -401,7 +408,7 @@ def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]
                                f"{_rows_last_step(rows)} of {expected_steps(arm)}: its last numbers "
                                f"are not final")
         else:
-            missing.append(f"{arm.label} (seed {arm.seed}): no metrics in {run_dir(arm, root)}")
+            missing.append(f"{arm.label} (seed {arm.seed}): no metrics in {shown_path(where)}")
     return out, missing
 
 

@@ -3,7 +3,7 @@ the fixed extractor), Static Online Exp. (fixed extractor maintains the bank
 online) and Comp. RL; and the advantage schemes: all-guided rollouts and
 mixed-group advantages (both fail in the paper) against split (works).
 
-    python experiments/figures/fig3_pilot.py --budget=quick --root=runs/figures
+    python experiments/figures/fig3_pilot.py --budget=quick
 """
 from __future__ import annotations
 

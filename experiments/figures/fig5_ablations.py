@@ -10,7 +10,7 @@ same ask-teaching warm start and the tool, but every ask is answered
 "nothing found" (experience.ask_answers=nothing), so only the advice's
 content differs from the full system.
 
-    python experiments/figures/fig5_ablations.py --budget=quick --root=runs/figures
+    python experiments/figures/fig5_ablations.py --budget=quick
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (paper: about 1.3x on MiniHack Room and ALFWorld), >= 3 seeds, mean and
 min..max band. Fig. 7 (actions) reads the same runs.
 
-    python experiments/figures/fig6_success.py --budget=quick --root=runs/figures
+    python experiments/figures/fig6_success.py --budget=quick
 """
 from __future__ import annotations
 

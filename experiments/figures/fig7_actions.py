@@ -3,7 +3,7 @@ fewer on MiniHack Room, 2x fewer on ALFWorld with Comp. RL). A failed episode
 runs to the turn cap, so actions also track success: actions_when_won
 (successful episodes only) is reported beside it.
 
-    python experiments/figures/fig7_actions.py --budget=quick --root=runs/figures
+    python experiments/figures/fig7_actions.py --budget=quick
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ paper's six environments (no CPU preset of its own). Latency comes from short
 runs at several train.tasks_per_step: the mean time/rollout of their steps
 after the first (which compiles).
 
-    python experiments/figures/fig9.py --budget=quick --root=runs/figures
+    python experiments/figures/fig9.py --budget=quick
 """
 from __future__ import annotations
 

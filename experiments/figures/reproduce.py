@@ -1,6 +1,6 @@
 """Regenerates every figure and table of the paper at CPU scale, then docs/RESULTS.md.
 
-    python experiments/figures/reproduce.py --budget=quick [--root=runs/figures] [--only=fig6,table1]
+    python experiments/figures/reproduce.py --budget=quick [--only=fig6,table1]   # under runs/quick/
     python experiments/figures/reproduce.py --budget=full --dry_run   # arms and estimated time
     python experiments/figures/reproduce.py --budget=full --only=fig6,fig7 --presets=alfworld_cpu
     python experiments/figures/reproduce.py --budget=full --jobs=4 --seeds=0   # seed 0, 4 at a time
@@ -10,6 +10,12 @@ overrides and seed), run one after another or --jobs at a time (finished
 runs are skipped, unfinished ones resume from their checkpoint, runs made
 with settings that have changed since are set aside and rerun), then every
 script draws from the run directories.
+
+Full-budget runs keep their records in experiments/figures/runs/ (committed,
+see publish.py), so ``--budget=full --skip_runs`` on a fresh clone redraws
+every figure; a figure is only replaced by a drawing with every run the
+committed one drew (else it is kept, and the reason printed; --redraw
+replaces it anyway). The quick budget writes under runs/quick/ only.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from absl import app, flags  # noqa: E402
 
 from experiments.figures import common, settings  # noqa: E402
+from experiments.figures.publish import draw_and_publish, place  # noqa: E402
 from experiments.figures.results_doc import write_results  # noqa: E402
 from experiments.figures.sweep import run_arms  # noqa: E402
 
@@ -32,9 +39,14 @@ ALIASES = {"fig3": "fig3_pilot", "fig6": "fig6_success", "fig7": "fig7_actions",
            "table1": "table1_multitask", "fig5": "fig5_ablations"}
 
 flags.DEFINE_enum("budget", "quick", list(common.BUDGETS), "run budget")
-flags.DEFINE_string("root", common.DEFAULT_ROOT, "directory of the run directories")
-flags.DEFINE_string("out", common.DEFAULT_OUT, "where the PNG and JSON go")
-flags.DEFINE_string("results", os.path.join(common.REPO, "docs", "RESULTS.md"), "results document")
+flags.DEFINE_string("root", "", "directory of the run directories (default: the budget's, "
+                    "experiments/figures/runs for full, runs/quick/runs for quick)")
+flags.DEFINE_string("out", "", "where the PNG and JSON go (default: experiments/figures/out for "
+                    "full, runs/quick/out for quick)")
+flags.DEFINE_string("results", "", "results document (default: docs/RESULTS.md for full, "
+                    "runs/quick/RESULTS.md for quick)")
+flags.DEFINE_bool("redraw", False, "replace a committed figure even when some of the runs it "
+                  "drew have no record here")
 flags.DEFINE_list("only", [], f"scripts to make (default all): {', '.join(SCRIPTS)} or {sorted(ALIASES)}")
 flags.DEFINE_list("presets", [], "run only the arms of these presets (e.g. alfworld_cpu); "
                   "figures still draw every arm that has a run directory")
@@ -73,14 +85,16 @@ def keep_arms(arms: list[common.Arm], flag: str, wanted: list[str], value) -> li
     return [a for a in arms if value(a) in wanted]
 
 
-def make_all(mods, root: str, budget: str, out_dir: str) -> list[dict]:
-    return [rep for m in mods for rep in m.make(root, budget, out_dir)]
+def make_all(mods, root: str, budget: str, out_dir: str, redraw: bool = False) -> list[dict]:
+    """Every figure of ``mods``, drawn and published into ``out_dir`` (publish.py)."""
+    return draw_and_publish(lambda draft: [rep for m in mods for rep in m.make(root, budget, draft)],
+                            out_dir, redraw)
 
 
 def main(argv):
     del argv
     mods = modules(FLAGS.only)
-    arms = collect_arms(mods, FLAGS.budget)
+    every_arm = arms = collect_arms(mods, FLAGS.budget)
     arms = keep_arms(arms, "presets", FLAGS.presets, lambda a: a.preset)
     arms = keep_arms(arms, "seeds", FLAGS.seeds, lambda a: str(a.seed))
     total_est = settings.sweep_estimate_s(arms)
@@ -90,15 +104,21 @@ def main(argv):
         for a in arms:
             print(f"  {a.est_s / 60:5.1f} min alone  {a.run_name}  {a.label}  {' '.join(a.overrides)}")
         return
+    root, out = place(FLAGS.budget, FLAGS.root, "root"), place(FLAGS.budget, FLAGS.out, "out")
+    results = place(FLAGS.budget, FLAGS.results, "results")
     start = time.perf_counter()
     if not FLAGS.skip_runs:
-        run_arms(arms, FLAGS.root, FLAGS.timeout_s, jobs=FLAGS.jobs)
-    reports = make_all(mods, FLAGS.root, FLAGS.budget, FLAGS.out)
+        run_arms(arms, root, FLAGS.timeout_s, jobs=FLAGS.jobs)
+    reports = make_all(mods, root, FLAGS.budget, out, FLAGS.redraw)
     wall = time.perf_counter() - start
     cmd = " ".join(["python", "experiments/figures/reproduce.py", *sys.argv[1:]])
-    write_results(FLAGS.results, reports, FLAGS.budget, cmd, wall,
-                  sum(v for v in common.wall_times(arms, FLAGS.root).values() if v == v))
-    print(f"wrote {FLAGS.results} ({len(reports)} figures) in {wall / 60:.1f} min")
+    drawn = [a for a in every_arm if a.run_name in {n for r in reports for n in r["drawn"]}]
+    write_results(results, reports, FLAGS.budget, cmd, wall,
+                  sum(v for v in common.wall_times(drawn, root).values() if v == v))
+    kept = [r["name"] for r in reports if r.get("kept")]
+    print(f"wrote {results} ({len(reports) - len(kept)} figures drawn"
+          + (f", {len(kept)} kept as committed: {', '.join(kept)}" if kept else "")
+          + f") in {wall / 60:.1f} min")
 
 
 if __name__ == "__main__":

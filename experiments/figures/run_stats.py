@@ -3,7 +3,7 @@ moved, whether guided episodes beat free ones, how often the extractor's
 answers were malformed, how large the bank grew. The numbers behind the
 "why" part of docs/RESULTS_READING.md.
 
-    python experiments/figures/run_stats.py --root=runs/figures --preset=minihack_room_cpu
+    python experiments/figures/run_stats.py --preset=minihack_room_cpu
 """
 from __future__ import annotations
 

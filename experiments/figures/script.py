@@ -58,12 +58,14 @@ def report(name: str, title: str, out_dir: str, tables: list, notes: list,
            ratios: dict | None = None, arms=(), root: str = "") -> dict:
     """The record reproduce.py turns into a section of docs/RESULTS.md."""
     arms = common.dedupe_arms(arms)
-    ran = [a for a in arms  # the seeds that have metrics, not every seed the budget plans
-           if not root or os.path.exists(os.path.join(common.run_dir(a, root), common.METRICS))]
+    ran = [a for a in arms  # the runs drawn, not every seed the budget plans (nor a stale run)
+           if not root or (os.path.exists(os.path.join(common.run_dir(a, root), common.METRICS))
+                           and not common.stale_settings(a, common.run_dir(a, root)))]
     return {"name": name, "title": title, "png": os.path.join(out_dir, name + ".png"),
             "json": os.path.join(out_dir, name + ".json"), "tables": tables,
             "notes": list(dict.fromkeys(notes)),  # panels that share an arm note it once
             "ratios": ratios or {}, "seeds": sorted({a.seed for a in ran}),
+            "drawn": [a.run_name for a in ran],
             "runs": [{"label": a.label, "preset": a.preset, "seed": a.seed,
                       "overrides": list(a.overrides), "run": a.run_name,
                       "wall_s": common.load_record(a, root).get("wall_s")} for a in arms]}
@@ -74,20 +76,29 @@ def figure_main(module) -> None:
     from absl import app, flags
 
     flags.DEFINE_enum("budget", "quick", list(common.BUDGETS), "run budget")
-    flags.DEFINE_string("root", common.DEFAULT_ROOT, "directory of the run directories")
-    flags.DEFINE_string("out", common.DEFAULT_OUT, "where the PNG and JSON go")
+    flags.DEFINE_string("root", "", "directory of the run directories (default: the budget's, "
+                        "experiments/figures/runs for full, runs/quick/runs for quick)")
+    flags.DEFINE_string("out", "", "where the PNG and JSON go (default: the budget's, "
+                        "experiments/figures/out for full, runs/quick/out for quick)")
     flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
+    flags.DEFINE_bool("redraw", False, "replace a committed figure even when some of the runs "
+                      "it drew have no record here")
     flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
     flags.DEFINE_integer("jobs", 1, "arms run at once (each is its own process)")
     FLAGS = flags.FLAGS
 
     def main(argv):
         del argv
+        from experiments.figures.publish import draw_and_publish, place
+        root, out = place(FLAGS.budget, FLAGS.root, "root"), place(FLAGS.budget, FLAGS.out, "out")
         arms = module.arms(FLAGS.budget)
         if not FLAGS.skip_runs:
             from experiments.figures.sweep import run_arms
-            run_arms(arms, FLAGS.root, FLAGS.timeout_s, jobs=FLAGS.jobs)
-        for rep in module.make(FLAGS.root, FLAGS.budget, FLAGS.out):
+            run_arms(arms, root, FLAGS.timeout_s, jobs=FLAGS.jobs)
+        for rep in draw_and_publish(lambda d: module.make(root, FLAGS.budget, d), out,
+                                    FLAGS.redraw):
+            if rep.get("kept"):
+                continue  # publish said why
             print(f"wrote {rep['png']} and {rep['json']}")
             for note in rep["notes"]:
                 print("  note:", note)

@@ -2,7 +2,7 @@
 PAPER.md section 3) on and off, with and without Complementary RL, on ALFWorld
 (whose environment defines the subtasks).
 
-    python experiments/figures/sdae.py --budget=quick --root=runs/figures
+    python experiments/figures/sdae.py --budget=quick
 """
 from __future__ import annotations
 

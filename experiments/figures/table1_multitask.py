@@ -7,7 +7,7 @@ Per-environment columns need per-environment evaluation keys
 ``eval_with_exp/success`` the environment cells say so and "avg" is the
 mixture's (equal eval tasks per environment, so the same average).
 
-    python experiments/figures/table1_multitask.py --budget=quick --root=runs/figures
+    python experiments/figures/table1_multitask.py --budget=quick
 """
 from __future__ import annotations
 

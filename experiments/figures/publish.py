@@ -1,0 +1,129 @@
+"""Where figure runs and outputs live, and the rule that a figure is only
+replaced by a drawing that has every run the committed one had.
+
+Runs of the full budget live in ``experiments/figures/runs/``, and each run's
+record (metrics.jsonl, config.json, warm_start.json and ``<run>.arm.json``)
+is committed, while checkpoints, tokenizers, logs and the warm-start cache
+are not (.gitignore). A fresh clone can then redraw every figure without
+rerunning anything, and the sweep skips the runs that finished. The quick
+budget is a check of the machinery: its runs, figures and results document
+go under ``runs/quick/``, never over the committed ones.
+
+A figure is drawn into a draft folder first. It replaces the committed
+``out/<name>.png`` and ``.json`` only if it drew every run that the committed
+one drew (the JSON's ``runs_drawn``). Otherwise the committed files and their
+section of the results document are kept, and the report says why. This way
+a machine that lacks some runs (a fresh clone before records were committed,
+a run set aside as stale) cannot silently replace a figure with a poorer one.
+``--redraw`` replaces it anyway.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+from experiments.figures import common
+
+FULL_ROOT = common.DEFAULT_ROOT
+QUICK_DIR = os.path.join(common.REPO, "runs", "quick")
+RUNS_DRAWN = "runs_drawn"
+
+
+def default_places(budget: str) -> dict[str, str]:
+    """Default run root, figure folder and results document of a budget."""
+    if common.check_budget(budget) == "quick":
+        return {"root": os.path.join(QUICK_DIR, "runs"), "out": os.path.join(QUICK_DIR, "out"),
+                "results": os.path.join(QUICK_DIR, "RESULTS.md")}
+    return {"root": FULL_ROOT, "out": common.DEFAULT_OUT,
+            "results": os.path.join(common.REPO, "docs", "RESULTS.md")}
+
+
+def place(budget: str, given: str, what: str) -> str:
+    """``given`` when set, else the budget's default ``what`` (root, out or results)."""
+    return given or default_places(budget)[what]
+
+
+def committed_runs(out_dir: str, name: str) -> list[str] | None:
+    """Run names the committed figure ``name`` drew; None when there is no
+    committed figure; raises KeyError for one that does not record them."""
+    path = os.path.join(out_dir, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if RUNS_DRAWN not in data:
+        raise KeyError(path)
+    return list(data[RUNS_DRAWN])
+
+
+def keep_reason(report: dict, out_dir: str) -> str | None:
+    """Why the committed figure must stay instead of this new drawing, or
+    None when the drawing may replace it."""
+    try:
+        before = committed_runs(out_dir, report["name"])
+    except KeyError:
+        return "the committed figure does not record which runs it drew"
+    if before is None:
+        return None
+    lost = sorted(set(before) - set(report["drawn"]))
+    if not lost:
+        return None
+    shown = ", ".join(lost[:4]) + (f" and {len(lost) - 4} more" if len(lost) > 4 else "")
+    return (f"{len(lost)} of the {len(before)} runs it drew have no usable record here "
+            f"({shown})")
+
+
+def kept_report(report: dict, out_dir: str, reason: str) -> dict:
+    """The record of a figure left as committed: its files and its previous
+    section of the results document (results_doc copies it), no new numbers."""
+    return {"name": report["name"], "title": report["title"], "kept": reason,
+            "png": os.path.join(out_dir, report["name"] + ".png"),
+            "json": os.path.join(out_dir, report["name"] + ".json"),
+            "tables": [], "notes": [], "ratios": {}, "seeds": [], "runs": [], "drawn": []}
+
+
+def publish(reports: list[dict], out_dir: str, redraw: bool = False,
+            log=print) -> list[dict]:
+    """Moves each drafted figure (its report's png and json) into ``out_dir``
+    with the runs it drew recorded in the JSON, unless the committed figure
+    must stay (keep_reason; ``redraw`` overrides). Returns the reports as
+    published: moved ones point into ``out_dir``, kept ones are kept_report."""
+    os.makedirs(out_dir, exist_ok=True)
+    out = []
+    for rep in reports:
+        reason = None if redraw else keep_reason(rep, out_dir)
+        if reason:
+            if log:
+                log(f"{rep['name']}: kept the committed figure: {reason}; rerun those runs, "
+                    f"or pass --redraw to replace it with what is here")
+            out.append(kept_report(rep, out_dir, reason))
+            continue
+        with open(rep["json"], encoding="utf-8") as f:
+            data = json.load(f)
+        data[RUNS_DRAWN] = sorted(rep["drawn"])
+        png, js = (os.path.join(out_dir, rep["name"] + ext) for ext in (".png", ".json"))
+        shutil.move(rep["png"], png)
+        common.save_json(js, data)
+        out.append(dict(rep, png=png, json=js))
+    return out
+
+
+def draft_dir(out_dir: str) -> str:
+    """A fresh folder beside ``out_dir`` to draw into (same file system, so
+    the move into ``out_dir`` is a rename)."""
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    os.makedirs(parent, exist_ok=True)
+    return tempfile.mkdtemp(prefix=".draft-", dir=parent)
+
+
+def draw_and_publish(make, out_dir: str, redraw: bool = False, log=print) -> list[dict]:
+    """``make(draft_dir) -> reports`` draws every figure into a draft folder;
+    then each is published into ``out_dir`` or left as committed (publish).
+    The draft folder is removed whatever happens."""
+    draft = draft_dir(out_dir)
+    try:
+        return publish(make(draft), out_dir, redraw, log)
+    finally:
+        shutil.rmtree(draft, ignore_errors=True)
