@@ -127,3 +127,37 @@ def draw_and_publish(make, out_dir: str, redraw: bool = False, log=print) -> lis
         return publish(make(draft), out_dir, redraw, log)
     finally:
         shutil.rmtree(draft, ignore_errors=True)
+
+
+def status_lines(reports: list[dict], out_dir: str) -> list[str]:
+    """One line per drafted figure: how many runs it draws here, how many the
+    committed one drew, and whether publishing would replace or keep it."""
+    lines = []
+    for rep in reports:
+        try:
+            before = committed_runs(out_dir, rep["name"])
+        except KeyError:
+            before = None
+        reason = keep_reason(rep, out_dir)
+        was = "no committed figure" if before is None else f"the committed one drew {len(before)}"
+        verdict = f"would be kept: {reason}" if reason else "would be redrawn"
+        lines.append(f"{rep['name']}: draws {len(rep['drawn'])} run(s) here, {was}; {verdict}")
+    return lines
+
+
+def run_states(arms, root: str) -> list[str]:
+    """Where each arm's run stands in ``root``: counts of finished, unfinished
+    (named, with their step) and not run."""
+    finished, unfinished, absent = 0, [], 0
+    for arm in arms:
+        done = common.last_step(common.run_dir(arm, root))
+        if done is None:
+            absent += 1
+        elif done >= common.expected_steps(arm):
+            finished += 1
+        else:
+            unfinished.append(f"{arm.run_name} ({arm.label}, step {done} of "
+                              f"{common.expected_steps(arm)})")
+    return ([f"{len(arms)} runs in {common.shown_path(root)}: {finished} finished, "
+             f"{len(unfinished)} unfinished, {absent} not run"]
+            + [f"  unfinished: {u}" for u in unfinished])

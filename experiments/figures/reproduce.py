@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import sys
 import time
 
@@ -29,7 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from absl import app, flags  # noqa: E402
 
 from experiments.figures import common, settings  # noqa: E402
-from experiments.figures.publish import draw_and_publish, place  # noqa: E402
+from experiments.figures.publish import (draft_dir, draw_and_publish, place, run_states,  # noqa: E402
+                                         status_lines)
 from experiments.figures.results_doc import write_results  # noqa: E402
 from experiments.figures.sweep import run_arms  # noqa: E402
 
@@ -54,6 +56,8 @@ flags.DEFINE_list("seeds", [], "run only the arms of these RL seeds (e.g. 0: one
                   "arm first); figures still draw every arm that has a run directory")
 flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
 flags.DEFINE_bool("dry_run", False, "list the arms with their estimated time and stop")
+flags.DEFINE_bool("status", False, "say which runs have records here and, per figure, whether "
+                  "it would be redrawn or kept as committed; runs and writes nothing")
 flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
 flags.DEFINE_integer("jobs", 1, "arms run at once, each its own process (arms of one warm start "
                      "wait until the first has cached it); on 2 cores 2 jobs finished MiniHack "
@@ -106,6 +110,15 @@ def main(argv):
         return
     root, out = place(FLAGS.budget, FLAGS.root, "root"), place(FLAGS.budget, FLAGS.out, "out")
     results = place(FLAGS.budget, FLAGS.results, "results")
+    if FLAGS.status:
+        print("\n".join(run_states(arms, root)))
+        draft = draft_dir(out)
+        try:
+            drafted = [rep for m in mods for rep in m.make(root, FLAGS.budget, draft)]
+            print("\n".join(status_lines(drafted, out)))
+        finally:
+            shutil.rmtree(draft, ignore_errors=True)
+        return
     start = time.perf_counter()
     if not FLAGS.skip_runs:
         run_arms(arms, root, FLAGS.timeout_s, jobs=FLAGS.jobs)

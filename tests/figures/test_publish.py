@@ -150,3 +150,22 @@ def test_full_run_records_are_committed_and_their_heavy_files_are_not():
     for path, ignored in paths.items():
         proc = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO)
         assert (proc.returncode == 0) == ignored, path
+
+
+def test_status_names_unfinished_runs_and_what_publishing_would_do(tmp_path):
+    root = str(tmp_path / "runs")
+    done, half, absent = (common.Arm(f"arm {i}", "alfworld_cpu", ("train.steps=4",), seed=i)
+                          for i in range(3))
+    write_rows(common.run_dir(done, root), [{"step": s} for s in range(5)])
+    write_rows(common.run_dir(half, root), [{"step": s} for s in range(3)])
+    lines = publish.run_states([done, half, absent], root)
+    assert lines[0].endswith("3 runs in " + root + ": 1 finished, 1 unfinished, 1 not run")
+    assert lines[1] == f"  unfinished: {half.run_name} (arm 1, step 2 of 4)"
+    out = tmp_path / "out"
+    publish.publish([draft_report(tmp_path, "fig", ["a", "b"], 1.0)], str(out), log=None)
+    said = publish.status_lines([draft_report(tmp_path, "fig", ["a"], 2.0),
+                                 draft_report(tmp_path, "new", ["a"], 2.0)], str(out))
+    assert said == ["fig: draws 1 run(s) here, the committed one drew 2; would be kept: 1 of "
+                    "the 2 runs it drew have no usable record here (b)",
+                    "new: draws 1 run(s) here, no committed figure; would be redrawn"]
+    assert json.loads((out / "fig.json").read_text())["value"] == 1.0  # status writes nothing
