@@ -89,10 +89,14 @@ def keep_arms(arms: list[common.Arm], flag: str, wanted: list[str], value) -> li
     return [a for a in arms if value(a) in wanted]
 
 
+def draw_all(mods, root: str, budget: str, out_dir: str) -> list[dict]:
+    """Every figure of ``mods`` drawn into ``out_dir``, as it is (no publishing)."""
+    return [rep for m in mods for rep in m.make(root, budget, out_dir)]
+
+
 def make_all(mods, root: str, budget: str, out_dir: str, redraw: bool = False) -> list[dict]:
     """Every figure of ``mods``, drawn and published into ``out_dir`` (publish.py)."""
-    return draw_and_publish(lambda draft: [rep for m in mods for rep in m.make(root, budget, draft)],
-                            out_dir, redraw)
+    return draw_and_publish(lambda draft: draw_all(mods, root, budget, draft), out_dir, redraw)
 
 
 def main(argv):
@@ -114,8 +118,7 @@ def main(argv):
         print("\n".join(run_states(arms, root)))
         draft = draft_dir(out)
         try:
-            drafted = [rep for m in mods for rep in m.make(root, FLAGS.budget, draft)]
-            print("\n".join(status_lines(drafted, out)))
+            print("\n".join(status_lines(draw_all(mods, root, FLAGS.budget, draft), out)))
         finally:
             shutil.rmtree(draft, ignore_errors=True)
         return

@@ -72,8 +72,8 @@ def _kept_section(rep: dict, previous: dict[str, list[str]]) -> list[str]:
         return [*lines[:1], "", "*Kept from the previous document: its runs have no record on "
                 "the machine that made this one (why: the list at the top).*",
                 *_strip_kept_mark(lines[1:])]
-    rel = os.path.basename(rep["png"])
-    return [f"## {rep['title']}", "", f"*Kept as committed ({rel}): {rep['kept']}; its section "
+    png = os.path.basename(rep["png"])
+    return [f"## {rep['title']}", "", f"*Kept as committed ({png}): {rep['kept']}; its section "
             "was not in the previous document.*", ""]
 
 
