@@ -169,3 +169,9 @@ def test_status_names_unfinished_runs_and_what_publishing_would_do(tmp_path):
                     "the 2 runs it drew have no usable record here (b)",
                     "new: draws 1 run(s) here, no committed figure; would be redrawn"]
     assert json.loads((out / "fig.json").read_text())["value"] == 1.0  # status writes nothing
+
+
+def test_documents_show_paths_inside_the_repository_relative_to_it():
+    assert common.shown_path(os.path.join(REPO, "experiments", "figures", "runs", "r")) == \
+        os.path.join("experiments", "figures", "runs", "r")
+    assert common.shown_path("/elsewhere/runs/r") == "/elsewhere/runs/r"
