@@ -13,6 +13,14 @@ from kernels.policy_losses import PolicyLossConfig
 # (override any path on the command line: actor.checkpoint=/path/to/dir).
 CHECKPOINTS = os.environ.get("CRL_CHECKPOINTS", "/data/checkpoints")
 
+def _env(envs: tuple, env_kw: dict) -> EnvSpec:
+    """The presets' environments. MiniHack games take NetHack's moon phase,
+    night and midnight from the task seed instead of the machine's clock, so
+    arms run at different hours (or on different days) play the same games."""
+    seeded = any(name.startswith("MiniHack-") for name in envs)
+    return EnvSpec(names=envs, **{"seeded_clock": seeded, **env_kw})
+
+
 TINY = ModelSpec(hidden_size=128, intermediate_size=384, num_layers=2, num_heads=4,
                  num_kv_heads=2, head_dim=32)
 
@@ -25,7 +33,7 @@ def cpu_config(name: str, envs: tuple, *, max_turns: int, obs_chars: int = 240,
     """A tiny-model preset: models from scratch, warm start on expert demos, then RL."""
     return RunConfig(
         name=name, actor=TINY, extractor=TINY,
-        env=EnvSpec(names=envs, **env_kw),
+        env=_env(envs, env_kw),
         rollout=RolloutConfig(max_turns=max_turns, max_new_tokens=max_new_tokens, history=2,
                               max_prompt_tokens=max_prompt_tokens,
                               temperature=1.0, format="compact", list_actions=list_actions,
@@ -59,7 +67,7 @@ def paper_config(name: str, envs: tuple, *, max_turns: int, max_new_tokens: int,
         name=name,
         actor=ModelSpec(checkpoint=os.path.join(CHECKPOINTS, actor), **big),
         extractor=ModelSpec(checkpoint=os.path.join(CHECKPOINTS, "Qwen3-4B-Thinking-2507"), **big),
-        env=EnvSpec(names=envs, **{"num_eval_tasks": 134, **env_kw}),
+        env=_env(envs, {"num_eval_tasks": 134, **env_kw}),
         rollout=RolloutConfig(max_turns=max_turns, max_new_tokens=max_new_tokens,
                               max_prompt_tokens=8192, history=4, temperature=0.99, top_p=0.99,
                               top_k=100, format="chat"),

@@ -103,3 +103,14 @@ def test_task_sources_pass_the_setting_to_minihack_only():
         [s for s in range(20) if "moon tonight" in ref.reset(s)[0]] != []
     env.close(), ref.close()
     task_source("webshop", "eval", 0, 0, 20, num_tasks=2, seeded_clock=True).make()  # ignored
+
+
+def test_presets_with_minihack_games_use_the_seeded_clock():
+    # arms of one figure run at different hours, on different days and
+    # machines: their MiniHack games must not depend on when they ran
+    from crl_jax.config_tools import load_preset
+    for name in ("minihack_room_cpu", "multitask3_cpu", "minihack_room", "multitask3",
+                 "multitask6"):
+        assert load_preset(name).env.seeded_clock, name
+    for name in ("alfworld_cpu", "webshop_cpu", "alfworld"):
+        assert not load_preset(name).env.seeded_clock, name  # no MiniHack: key unchanged
