@@ -4,6 +4,8 @@
     python experiments/figures/reproduce.py --budget=full --dry_run   # arms and estimated time
     python experiments/figures/reproduce.py --budget=full --only=fig6,fig7 --presets=alfworld_cpu
     python experiments/figures/reproduce.py --budget=full --jobs=4 --seeds=0   # seed 0, 4 at a time
+    python experiments/figures/reproduce.py --budget=full --runs=multitask3_cpu-s0-d9c1feb08b
+    python experiments/figures/reproduce.py --budget=full --status   # what can be redrawn here
 
 Arms of all scripts are collected and deduplicated (one run per preset,
 overrides and seed), run one after another or --jobs at a time (finished
@@ -54,6 +56,9 @@ flags.DEFINE_list("presets", [], "run only the arms of these presets (e.g. alfwo
                   "figures still draw every arm that has a run directory")
 flags.DEFINE_list("seeds", [], "run only the arms of these RL seeds (e.g. 0: one seed of every "
                   "arm first); figures still draw every arm that has a run directory")
+flags.DEFINE_list("runs", [], "run only these runs, by name (e.g. multitask3_cpu-s0-d9c1feb08b, as "
+                  "--dry_run and --status list them); figures still draw every arm that has a "
+                  "run directory")
 flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
 flags.DEFINE_bool("dry_run", False, "list the arms with their estimated time and stop")
 flags.DEFINE_bool("status", False, "say which runs have records here and, per figure, whether "
@@ -105,6 +110,7 @@ def main(argv):
     every_arm = arms = collect_arms(mods, FLAGS.budget)
     arms = keep_arms(arms, "presets", FLAGS.presets, lambda a: a.preset)
     arms = keep_arms(arms, "seeds", FLAGS.seeds, lambda a: str(a.seed))
+    arms = keep_arms(arms, "runs", FLAGS.runs, lambda a: a.run_name)
     total_est = settings.sweep_estimate_s(arms)
     print(f"{len(arms)} runs, estimated {total_est / 60:.0f} min on 2 cores with shared warm "
           f"starts (budget {FLAGS.budget})")

@@ -355,6 +355,13 @@ def test_presets_and_seeds_flags_restrict_the_arms_and_reject_unknown_values():
     assert len(listed) == 4 and all(("-s0-" in x) != ("-s2-" in x) for x in listed), some.stderr
     bad = subprocess.run(base + ["--seeds=7"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "valid: ['0', '1', '2']" in bad.stderr
+    name = listed[0].split()[3]  # "  9.3 min alone  <run name>  <label> ..."
+    one = subprocess.run(base + [f"--runs={name}"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert [x.split()[3] for x in one.stdout.splitlines() if "min alone" in x] == [name], one.stderr
+    bad = subprocess.run(base + ["--runs=nope"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode != 0 and "--runs ['nope'] have no arms" in bad.stderr
 
 
 def test_task_scaling_names_an_unfinished_run_in_its_row(tmp_path):
