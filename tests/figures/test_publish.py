@@ -119,6 +119,8 @@ def test_reproduce_keeps_figures_whose_runs_are_gone_and_redraw_replaces_them(tm
     assert first.returncode == 0, first.stderr[-3000:]
     drawn = json.loads((out / "fig6_success.json").read_text())["runs_drawn"]
     assert sorted(drawn) == sorted(a.run_name for a in arms)
+    # --only chooses whose arms run; every figure is drawn, so the document stays whole
+    assert "## Fig. 9d: task scaling" in results.read_text() and (out / "sdae.png").exists()
     before = results.read_text().split("## Fig. 6")[1].split("## Reading")[0]
     gone = arms[0]
     shutil.rmtree(common.run_dir(gone, str(root)))  # e.g. a fresh machine without that run
