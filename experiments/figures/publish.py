@@ -4,8 +4,8 @@ replaced by a drawing that has every run the committed one had.
 Runs of the full budget live in ``experiments/figures/runs/``, and each run's
 record (metrics.jsonl, config.json, warm_start.json and ``<run>.arm.json``)
 is committed, while checkpoints, tokenizers, logs and the warm-start cache
-are not (.gitignore; warm starts that take most of an hour are the
-exception, named there one by one). A fresh clone can then redraw every figure without
+are not (.gitignore): they are checkpoints, and binaries stay out of the
+repository (a warm start is remade on a fresh machine, the sweep shares it). A fresh clone can then redraw every figure without
 rerunning anything, and the sweep skips the runs that finished. The quick
 budget is a check of the machinery: its runs, figures and results document
 go under ``runs/quick/``, never over the committed ones.
