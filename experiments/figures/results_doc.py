@@ -69,8 +69,8 @@ def previous_sections(text: str) -> dict[str, list[str]]:
 def _kept_section(rep: dict, previous: dict[str, list[str]]) -> list[str]:
     lines = previous.get(rep["title"])
     if lines:
-        return [*lines[:1], "", "*Kept from the previous document: its runs have no record on "
-                "the machine that made this one (why: the list at the top).*",
+        return [*lines[:1], "", "*Kept from the previous document: some of its runs have no "
+                "record on the machine that made this one (which: the list at the top).*",
                 *_strip_kept_mark(lines[1:])]
     png = os.path.basename(rep["png"])
     return [f"## {rep['title']}", "", f"*Kept as committed ({png}): {rep['kept']}; its section "
@@ -101,7 +101,8 @@ def render(reports: list[dict], budget: str, command: str, wall_s: float, runs_w
               "holds every plotted number. Bands and [min, max] are over seeds.", ""]
     if kept:
         lines += ["Kept as committed, with their sections below copied from the previous "
-                  "document (their runs have no record on the machine that made this one):", ""]
+                  "document (some of the runs each drew have no record on the machine that made "
+                  "this one):", ""]
         lines += [f"- {r['title']}: {r['kept']}" for r in kept] + [""]
     head = headline_rows(reports)
     if any(r["name"] in ("fig6_success", "fig7_actions") for r in kept) and old.get(HEADLINE_TITLE):
