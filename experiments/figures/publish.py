@@ -30,6 +30,7 @@ from experiments.figures import common
 FULL_ROOT = common.DEFAULT_ROOT
 QUICK_DIR = os.path.join(common.REPO, "runs", "quick")
 RUNS_DRAWN = "runs_drawn"
+UNRECORDED = "unrecorded"  # a committed figure from before RUNS_DRAWN existed
 
 
 def default_places(budget: str) -> dict[str, str]:
@@ -46,29 +47,30 @@ def place(budget: str, given: str, what: str) -> str:
     return given or default_places(budget)[what]
 
 
-def committed_runs(out_dir: str, name: str) -> list[str] | None:
+def committed_runs(out_dir: str, name: str) -> list[str] | str | None:
     """Run names the committed figure ``name`` drew; None when there is no
-    committed figure; raises KeyError for one that does not record them."""
+    committed figure; UNRECORDED for one that does not record them."""
     path = os.path.join(out_dir, name + ".json")
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
-    if RUNS_DRAWN not in data:
-        raise KeyError(path)
-    return list(data[RUNS_DRAWN])
+    return list(data[RUNS_DRAWN]) if RUNS_DRAWN in data else UNRECORDED
 
 
 def keep_reason(report: dict, out_dir: str) -> str | None:
     """Why the committed figure must stay instead of this new drawing, or
     None when the drawing may replace it."""
-    try:
-        before = committed_runs(out_dir, report["name"])
-    except KeyError:
+    return _reason(committed_runs(out_dir, report["name"]), report["drawn"])
+
+
+def _reason(before, drawn) -> str | None:
+    """keep_reason, given what committed_runs said."""
+    if before == UNRECORDED:
         return "the committed figure does not record which runs it drew"
     if before is None:
         return None
-    lost = sorted(set(before) - set(report["drawn"]))
+    lost = sorted(set(before) - set(drawn))
     if not lost:
         return None
     shown = ", ".join(lost[:4]) + (f" and {len(lost) - 4} more" if len(lost) > 4 else "")
@@ -135,12 +137,11 @@ def status_lines(reports: list[dict], out_dir: str) -> list[str]:
     committed one drew, and whether publishing would replace or keep it."""
     lines = []
     for rep in reports:
-        try:
-            before = committed_runs(out_dir, rep["name"])
-        except KeyError:
-            before = None
-        reason = keep_reason(rep, out_dir)
-        was = "no committed figure" if before is None else f"the committed one drew {len(before)}"
+        before = committed_runs(out_dir, rep["name"])  # read once for both uses
+        reason = _reason(before, rep["drawn"])
+        was = ("no committed figure" if before is None else
+               "the committed one does not record its runs" if before == UNRECORDED else
+               f"the committed one drew {len(before)}")
         verdict = f"would be kept: {reason}" if reason else "would be redrawn"
         lines.append(f"{rep['name']}: draws {len(rep['drawn'])} run(s) here, {was}; {verdict}")
     return lines
@@ -154,11 +155,12 @@ def run_states(arms, root: str) -> list[str]:
         done = common.last_step(common.run_dir(arm, root))
         if done is None:
             absent += 1
-        elif done >= common.expected_steps(arm):
+            continue
+        expected = common.expected_steps(arm)  # loads the preset: once per arm
+        if done >= expected:
             finished += 1
         else:
-            unfinished.append(f"{arm.run_name} ({arm.label}, step {done} of "
-                              f"{common.expected_steps(arm)})")
+            unfinished.append(f"{arm.run_name} ({arm.label}, step {done} of {expected})")
     return ([f"{len(arms)} runs in {common.shown_path(root)}: {finished} finished, "
              f"{len(unfinished)} unfinished, {absent} not run"]
             + [f"  unfinished: {u}" for u in unfinished])

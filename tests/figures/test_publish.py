@@ -172,6 +172,10 @@ def test_status_names_unfinished_runs_and_what_publishing_would_do(tmp_path):
                     "the 2 runs it drew have no usable record here (b)",
                     "new: draws 1 run(s) here, no committed figure; would be redrawn"]
     assert json.loads((out / "fig.json").read_text())["value"] == 1.0  # status writes nothing
+    (out / "old.json").write_text(json.dumps({"kind": "bars"}))  # predates runs_drawn
+    assert publish.status_lines([draft_report(tmp_path, "old", ["a"], 2.0)], str(out)) == [
+        "old: draws 1 run(s) here, the committed one does not record its runs; would be kept: "
+        "the committed figure does not record which runs it drew"]
 
 
 def test_documents_show_paths_inside_the_repository_relative_to_it():
