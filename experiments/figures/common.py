@@ -88,15 +88,22 @@ class Arm:
         digest = hashlib.sha1(json.dumps(self.key).encode()).hexdigest()[:10]
         return f"{self.preset}-s{self.seed}-{digest}"
 
-    def command(self, out_dir: str, resume: bool = False, warm_cache: str = "") -> list[str]:
+    def command(self, out_dir: str, resume: bool = False, warm_cache: str = "",
+                checkpoint_every: int = 0) -> list[str]:
         """The run.py command line. ``warm_cache`` (warm_start.cache_dir) is a
         place, not a setting, so it is not part of the arm's key: arms of one
-        setting and seed then start from the same warm-started models."""
+        setting and seed then start from the same warm-started models.
+        ``checkpoint_every`` > 0 overrides train.checkpoint_every, also outside
+        the key: how often a run saves changes what a crash loses, not what
+        it computes."""
         cmd = [sys.executable, RUN_SCRIPT, f"--config={self.preset}", f"--out_dir={out_dir}"]
         if resume:
             cmd.append("--resume")
         cache = [f"warm_start.cache_dir={warm_cache}"] if warm_cache else []
-        return cmd + list(self.overrides) + cache + [f"train.seed={self.seed}"]
+        if checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every={checkpoint_every} must be >= 0 (0: the preset's)")
+        saves = [f"train.checkpoint_every={checkpoint_every}"] if checkpoint_every else []
+        return cmd + list(self.overrides) + cache + saves + [f"train.seed={self.seed}"]
 
     def with_label(self, label: str) -> "Arm":
         return dataclasses.replace(self, label=label)
@@ -155,8 +162,9 @@ def is_finished(arm: Arm, root: str) -> bool:
     return done is not None and done >= expected_steps(arm)
 
 
-# Settings that say where a run lives, not what it does.
-_PLACE_KEYS = ("warm_start.cache_dir", "train.out_dir")
+# Settings that say where a run lives or how often it saves, not what it
+# computes: a run that differs from its arm only in these is the same run.
+_BOOKKEEPING_KEYS = ("warm_start.cache_dir", "train.out_dir", "train.checkpoint_every")
 
 
 def arm_config(arm: Arm):
@@ -189,7 +197,7 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
     warm = ([f"warm start: {key_then} -> {key_now}"]
             if key_then is not None and key_then != key_now else [])
     return warm + [f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(then))
-                   if k not in _PLACE_KEYS and not _unread(k, now) and then.get(k) != now.get(k)]
+                   if k not in _BOOKKEEPING_KEYS and not _unread(k, now) and then.get(k) != now.get(k)]
 
 
 def _unread(key: str, flat: dict) -> bool:
@@ -252,7 +260,7 @@ class ArmResult:
 
 def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
             runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
-            warm_cache: str | None = None) -> ArmResult:
+            warm_cache: str | None = None, checkpoint_every: int = 0) -> ArmResult:
     """Runs one arm in a subprocess unless its run directory already holds a
     finished metrics.jsonl. An unfinished run with a checkpoint is resumed
     (--resume); one without a checkpoint starts again with fresh metrics. A
@@ -260,7 +268,7 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
     Warm starts are shared through <root>/warm_start_cache unless
     ``warm_cache`` says otherwise ("" = none). Output goes to <run dir>/run.log;
     <root>/<run name>.arm.json records the arm, its command and every
-    attempt's wall time."""
+    attempt's wall time. ``checkpoint_every``: see Arm.command."""
     out = run_dir(arm, root)
     set_aside_if_stale(arm, root)
     if is_finished(arm, root):
@@ -271,7 +279,7 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
         os.remove(os.path.join(out, METRICS))  # rows of a run that died before its first checkpoint
     if warm_cache is None:
         warm_cache = os.path.join(os.path.abspath(root), "warm_start_cache")
-    cmd = arm.command(out, resume, warm_cache)
+    cmd = arm.command(out, resume, warm_cache, checkpoint_every)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.perf_counter()
     with open(os.path.join(out, "run.log"), "a", encoding="utf-8") as log:

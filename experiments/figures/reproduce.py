@@ -66,6 +66,9 @@ flags.DEFINE_bool("dry_run", False, "list the arms with their estimated time and
 flags.DEFINE_bool("status", False, "say which runs have records here and, per figure, whether "
                   "it would be redrawn or kept as committed; runs and writes nothing")
 flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
+flags.DEFINE_integer("checkpoint_every", 0, "save every N RL steps instead of the preset's "
+                     "train.checkpoint_every (0: the preset's); not part of a run's name, so "
+                     "a long run that may outlive the session loses less when it resumes")
 flags.DEFINE_integer("jobs", 1, "arms run at once, each its own process (arms of one warm start "
                      "wait until the first has cached it); on 2 cores 2 jobs finished MiniHack "
                      "arms 1.1-1.3x sooner than 1 (measured); more cores take more")
@@ -134,7 +137,8 @@ def main(argv):
         return
     start = time.perf_counter()
     if not FLAGS.skip_runs:
-        run_arms(arms, root, FLAGS.timeout_s, jobs=FLAGS.jobs)
+        run_arms(arms, root, FLAGS.timeout_s, jobs=FLAGS.jobs,
+                 checkpoint_every=FLAGS.checkpoint_every)
     reports = make_all(every_mod, root, FLAGS.budget, out, FLAGS.redraw)
     wall = time.perf_counter() - start
     cmd = " ".join(["python", "experiments/figures/reproduce.py", *sys.argv[1:]])

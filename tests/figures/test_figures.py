@@ -163,7 +163,11 @@ def test_run_arm_skips_finished_resumes_checkpointed_restarts_others(tmp_path):
     assert "--resume" in short.calls[0]
     record = common.load_record(arm2, root)
     assert record["finished"] is False and record["attempts"][0]["resumed"] is True
-    assert common.run_arm(arm2, root, runner=FakeRunner(4)).status == "done"
+    frequent = FakeRunner(4)  # --checkpoint_every: a flag of the command, not of the run name
+    assert common.run_arm(arm2, root, runner=frequent, checkpoint_every=2).status == "done"
+    assert "train.checkpoint_every=2" in frequent.calls[0] and "--resume" in frequent.calls[0]
+    with pytest.raises(ValueError, match="checkpoint_every=-1"):
+        arm2.command(out2, checkpoint_every=-1)
     record = common.load_record(arm2, root)
     assert len(record["attempts"]) == 2 and record["finished"] is True
     assert record["wall_s"] == pytest.approx(sum(a["wall_s"] for a in record["attempts"]))
@@ -177,7 +181,8 @@ def test_run_made_with_other_settings_is_set_aside_and_rerun(tmp_path):
     assert common.run_arm(arm, root, runner=FakeRunner(3)).status == "done"  # + its record
     # the same settings in another place: not stale, skipped
     same = apply_overrides(common.arm_config(arm), ["train.out_dir=elsewhere",
-                                                    "warm_start.cache_dir=/c"])
+                                                    "warm_start.cache_dir=/c",
+                                                    "train.checkpoint_every=1"])
     save_config_json(same, os.path.join(out, "config.json"))
     assert common.stale_settings(arm, out) == []
     assert common.run_arm(arm, root, runner=FakeRunner(3)).status == "skipped"
