@@ -7,7 +7,7 @@ import dataclasses
 import os
 from typing import Sequence
 
-from experiments.figures import common, plots, settings
+from experiments.figures import aggregate, common, plots, settings
 from experiments.figures.script import attempt, fmt_finals, fmt_ratio, report
 
 # (metric key, how many last points make its final value, column title)
@@ -42,12 +42,12 @@ def variant_figure(name: str, title: str, preset: str, budget: str, root: str, o
         for v in variants:
             if key.startswith("eval_with_exp") and v.mode == "none":
                 continue  # a no-experience run has no with-experience evaluation
-            c = attempt(notes, f"{v.label} {key}", common.seed_curves, runs.get(v.label, {}), key)
+            c = attempt(notes, f"{v.label} {key}", aggregate.seed_curves, runs.get(v.label, {}), key)
             if c:
                 series[v.label] = c
         panels.append({"title": col, "ylabel": "success rate", "series": series})
     ref_key, ref_k, ref_col = finals[0]
-    ref = attempt(notes, f"reference {reference}", common.seed_finals,
+    ref = attempt(notes, f"reference {reference}", aggregate.seed_finals,
                   runs.get(reference, {}), ref_key, ref_k)
     rows = []
     for v in variants:
@@ -57,11 +57,11 @@ def variant_figure(name: str, title: str, preset: str, budget: str, root: str, o
             if key.startswith("eval_with_exp") and v.mode == "none":
                 cells.append("-")
                 continue
-            f = attempt(notes, f"{v.label} {key}", common.seed_finals, runs.get(v.label, {}), key, k)
+            f = attempt(notes, f"{v.label} {key}", aggregate.seed_finals, runs.get(v.label, {}), key, k)
             cells.append(fmt_finals(f))
             if key == ref_key:
                 mine = f
-        r = common.ratio(mine, ref) if mine and ref else None
+        r = aggregate.ratio(mine, ref) if mine and ref else None
         ratios[v.label] = r
         seeds = ", ".join(str(x) for x in sorted(runs.get(v.label, {}))) or "-"
         rows.append([v.label, seeds, *cells, fmt_ratio(r), v.paper])

@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import common, plots, settings  # noqa: E402
+from experiments.figures import aggregate, common, plots, settings  # noqa: E402
 from experiments.figures.script import attempt, figure_main, fmt_finals, fmt_ratio, report  # noqa: E402
 
 NAME = "fig6_success"
@@ -41,11 +41,11 @@ def arms(budget: str) -> list[common.Arm]:
 def compare(runs: dict, notes: list, where: str, num_key: str, den_key: str, last_k: int,
             num_label: str = COMP, den_label: str = BASE):
     """(finals of num, finals of den, num/den) for two labels' metric keys."""
-    num = attempt(notes, f"{where} {num_label} {num_key}", common.seed_finals,
+    num = attempt(notes, f"{where} {num_label} {num_key}", aggregate.seed_finals,
                   runs.get(num_label, {}), num_key, last_k)
-    den = attempt(notes, f"{where} {den_label} {den_key}", common.seed_finals,
+    den = attempt(notes, f"{where} {den_label} {den_key}", aggregate.seed_finals,
                   runs.get(den_label, {}), den_key, last_k)
-    return num, den, (common.ratio(num, den) if num and den else None)
+    return num, den, (aggregate.ratio(num, den) if num and den else None)
 
 
 def curve_panels(runs: dict, notes: list, title: str, train_key: str, eval_key: str,
@@ -54,7 +54,7 @@ def curve_panels(runs: dict, notes: list, title: str, train_key: str, eval_key: 
     (Comp. RL evaluated with and without test-time experience)."""
     train, held = {}, {}
     for label in (COMP, BASE):
-        c = attempt(notes, f"{title} {label} {train_key}", common.seed_curves,
+        c = attempt(notes, f"{title} {label} {train_key}", aggregate.seed_curves,
                     runs.get(label, {}), train_key)
         if c:
             train[label] = c
@@ -62,7 +62,7 @@ def curve_panels(runs: dict, notes: list, title: str, train_key: str, eval_key: 
               (COMP + " (eval without)", COMP, eval_key.replace("SPLIT", "eval_no_exp")),
               (BASE, BASE, eval_key.replace("SPLIT", "eval_no_exp"))]
     for shown, label, key in wanted:
-        c = attempt(notes, f"{title} {shown} {key}", common.seed_curves, runs.get(label, {}), key)
+        c = attempt(notes, f"{title} {shown} {key}", aggregate.seed_curves, runs.get(label, {}), key)
         if c:
             held[shown] = c
     return [{"title": f"{title}: training batch", "ylabel": ylabel, "series": train},

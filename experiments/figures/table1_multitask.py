@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import common, plots  # noqa: E402
+from experiments.figures import aggregate, common, plots  # noqa: E402
 from experiments.figures.ablation import Variant, variant_arms  # noqa: E402
 from experiments.figures.script import attempt, figure_main, fmt, report  # noqa: E402
 
@@ -44,7 +44,7 @@ def arms(budget: str):
 
 
 def cell(runs: dict, label: str, key: str, notes: list):
-    return attempt(notes, f"{label} {key}", common.seed_finals, runs.get(label, {}), key, LAST_K)
+    return attempt(notes, f"{label} {key}", aggregate.seed_finals, runs.get(label, {}), key, LAST_K)
 
 
 def make(root: str, budget: str, out_dir: str) -> list[dict]:

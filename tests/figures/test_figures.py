@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from experiments.figures import common, reproduce
+from experiments.figures import aggregate, common, reproduce
 
 REPO = common.REPO
 
@@ -34,7 +34,7 @@ def test_curves_over_seeds_use_common_steps_and_hand_computed_stats():
     runs = {0: rows_of([(1, 0.0), (2, 0.5), (3, 1.0)]),
             1: rows_of([(1, 0.2), (2, 0.1), (3, 0.4), (4, 0.9)]),  # step 4 only here: dropped
             2: rows_of([(3, 0.1), (1, 0.4), (2, 0.3)])}  # unsorted input
-    c = common.seed_curves(runs, "train/success")
+    c = aggregate.seed_curves(runs, "train/success")
     assert c["steps"] == [1, 2, 3]
     assert c["mean"] == pytest.approx([0.2, 0.3, 0.5])
     assert c["min"] == pytest.approx([0.0, 0.1, 0.1])
@@ -46,19 +46,19 @@ def test_curves_over_seeds_use_common_steps_and_hand_computed_stats():
 
 def test_final_value_is_mean_of_last_k_points_that_carry_the_key():
     rows = rows_of([(0, 0.1), (1, 0.2), (2, 0.6), (3, 1.0)]) + [{"step": 4, "other": 1.0}]
-    assert common.final_value(rows, "train/success", 1) == pytest.approx(1.0)
-    assert common.final_value(rows, "train/success", 2) == pytest.approx(0.8)
-    assert common.final_value(rows, "train/success", 10) == pytest.approx(0.475)
+    assert aggregate.final_value(rows, "train/success", 1) == pytest.approx(1.0)
+    assert aggregate.final_value(rows, "train/success", 2) == pytest.approx(0.8)
+    assert aggregate.final_value(rows, "train/success", 10) == pytest.approx(0.475)
     with pytest.raises(ValueError, match="last_k"):
-        common.final_value(rows, "train/success", 0)
+        aggregate.final_value(rows, "train/success", 0)
 
 
 def test_ratio_pairs_seeds_and_reports_ratio_of_means():
-    num = common.seed_finals({0: rows_of([(1, 0.4)]), 1: rows_of([(1, 0.6)])}, "train/success")
-    den = common.seed_finals({0: rows_of([(1, 0.2)]), 1: rows_of([(1, 0.6)]),
+    num = aggregate.seed_finals({0: rows_of([(1, 0.4)]), 1: rows_of([(1, 0.6)])}, "train/success")
+    den = aggregate.seed_finals({0: rows_of([(1, 0.2)]), 1: rows_of([(1, 0.6)]),
                               7: rows_of([(1, 0.1)])}, "train/success")
     assert den["mean"] == pytest.approx(0.3) and den["min"] == 0.1 and den["n"] == 3
-    r = common.ratio(num, den)
+    r = aggregate.ratio(num, den)
     assert r["ratio_of_means"] == pytest.approx(0.5 / 0.3)
     assert r["per_seed"] == {"0": pytest.approx(2.0), "1": pytest.approx(1.0)}
     assert r["mean"] == pytest.approx(1.5) and (r["min"], r["max"]) == (1.0, 2.0)
@@ -66,18 +66,18 @@ def test_ratio_pairs_seeds_and_reports_ratio_of_means():
     assert r["paired_ratio_of_means"] == pytest.approx(1.25)
     from experiments.figures.script import fmt_ratio
     assert fmt_ratio(r) == "1.25x (seeds 0, 1 only, the seeds both have)"
-    same = common.ratio(num, num)
+    same = aggregate.ratio(num, num)
     assert fmt_ratio(same).startswith("1.00x (per seed 1.00")
-    zero = common.seed_finals({0: rows_of([(1, 0.0)])}, "train/success")
-    assert math.isinf(common.ratio(num, zero)["ratio_of_means"])
-    assert math.isnan(common.ratio(zero, zero)["ratio_of_means"])
+    zero = aggregate.seed_finals({0: rows_of([(1, 0.0)])}, "train/success")
+    assert math.isinf(aggregate.ratio(num, zero)["ratio_of_means"])
+    assert math.isnan(aggregate.ratio(zero, zero)["ratio_of_means"])
 
 
 def test_missing_key_names_the_key_and_the_keys_present():
     with pytest.raises(KeyError, match=r"eval_no_exp/success.*train/success"):
-        common.seed_curves({0: rows_of([(1, 0.5)])}, "eval_no_exp/success")
+        aggregate.seed_curves({0: rows_of([(1, 0.5)])}, "eval_no_exp/success")
     with pytest.raises(ValueError, match="no runs"):
-        common.seed_finals({}, "train/success")
+        aggregate.seed_finals({}, "train/success")
 
 
 # --------------------------------------------------------------------------- arms
