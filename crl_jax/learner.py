@@ -103,13 +103,59 @@ def pack_samples(samples: Sequence[Sample], pad_id: int, micro_batch: int,
     return out
 
 
+def _ladder_width(n: int) -> int:
+    """The smallest of 32 * 2^k and 48 * 2^k that holds ``n`` tokens."""
+    width = 32
+    while True:
+        if width >= n:
+            return width
+        if width * 3 // 2 >= n:
+            return width * 3 // 2
+        width *= 2
+
+
+def micro_batch_plan(input_mask: np.ndarray, micro_batch: int,
+                     trim: bool = True) -> list[tuple[np.ndarray, int]]:
+    """(row indices, width) of each micro-batch of a packed [B, T] batch.
+
+    With ``trim`` the rows go longest first, so each micro-batch holds rows of
+    similar length, and it is cut to its longest row rounded up to the next
+    of 32, 48, 64, 96, 128, 192, ... (at most T; at most 1.5x its longest
+    row): a mixture of short MiniHack and long WebShop prompts no
+    longer pays the longest prompt's width on every row, while the widths, and
+    so the compiled programs, stay few. Micro-batches of only padding rows are
+    dropped. The loss sums are order-free and right padding past a row's end
+    is never read by its real tokens (causal attention), so the update is the
+    untrimmed one up to float summation order. Without ``trim``: the rows in
+    order, every micro-batch at width T."""
+    b, t = input_mask.shape
+    if b % micro_batch:
+        raise ValueError(f"batch of {b} rows is not a multiple of micro_batch={micro_batch}")
+    if not trim:
+        return [(np.arange(i, i + micro_batch), t) for i in range(0, b, micro_batch)]
+    lengths = input_mask.sum(1)
+    order = np.argsort(-lengths, kind="stable")
+    plan = []
+    for i in range(0, b, micro_batch):
+        rows = order[i:i + micro_batch]
+        longest = int(lengths[rows].max())
+        if longest == 0:
+            break  # sorted: only empty rows from here on
+        plan.append((rows, min(_ladder_width(longest), t)))
+    return plan
+
+
 class Learner:
     """Parameters + optimizer of one decoder, with jitted training steps."""
 
     def __init__(self, model: Decoder, optim: OptimConfig, loss: PolicyLossConfig | None = None,
-                 mesh=None, donate: bool = True):
+                 mesh=None, donate: bool = True, trim_padding: bool = True):
         """``donate=False`` keeps the previous parameters alive through an update:
-        needed when another thread samples from them meanwhile (the extractor)."""
+        needed when another thread samples from them meanwhile (the extractor).
+        ``trim_padding``: updates sort rows by length and cut each micro-batch
+        to its own width (see ``micro_batch_plan``); False runs every
+        micro-batch at the batch's full width (the reference it must match)."""
+        self.trim_padding = trim_padding
         self.mesh = mesh if mesh is not None else make_mesh(devices=jax.devices()[:1])
         self.graphdef, params, self.rest = nnx.split(model, nnx.Param, ...)
         self.params = shard_state(params, self.mesh)
@@ -127,8 +173,9 @@ class Learner:
         self.tx = optax.chain(*chain, optax.adamw(optim.lr, optim.b1, optim.b2, optim.eps,
                                                   weight_decay=optim.weight_decay))
         self.opt_state = init_optimizer(self.tx, self.params, self.mesh)
-        # One compiled program per micro-batch shape ([micro_batch, T]), not per
-        # batch size: the number of micro-batches changes from step to step
+        # One compiled program per micro-batch shape ([micro_batch, width], a
+        # few widths: micro_batch_plan), not per batch size: the number of
+        # micro-batches changes from step to step
         # (episodes differ in length), and a scan over them would recompile
         # each time. Gradients are summed across calls, then applied once.
         self._grads = jax.jit(self._micro_grads, static_argnums=(0, 3))
@@ -189,11 +236,10 @@ class Learner:
     def _update(self, kind: str, packed: PackedBatch, sft_weight: float = 1.0) -> dict[str, float]:
         arrays = dataclasses.asdict(packed)
         mbs = self.optim.micro_batch
-        n_mb = packed.tokens.shape[0] // mbs
         sharding = batch_sharding(self.mesh, 2, batch_size=mbs)
         acc, diags = None, []
-        for i in range(n_mb):
-            mb = {k: jax.device_put(v[i * mbs:(i + 1) * mbs], sharding) for k, v in arrays.items()}
+        for rows, width in micro_batch_plan(packed.input_mask, mbs, self.trim_padding):
+            mb = {k: jax.device_put(v[rows, :width], sharding) for k, v in arrays.items()}
             new, diag = self._grads(kind, self.params, mb, sft_weight)
             acc = new if acc is None else self._accumulate(acc, new)
             diags.append(diag)
