@@ -19,8 +19,14 @@ alfworld_cpu default run alone on 2 cores, 23m06s: a process start with its
 JIT compiles ~40 s, an expert demo ~0.06 s, a warm-start SFT step ~0.6 s,
 an episode ~0.375 s whether trained on (update included) or evaluated;
 other presets scale the episode by _ENV_COST: MiniHack Room's measured on a
-20-step run, the others guesses). It reads each arm's resolved config, and a
-sweep pays each distinct warm start once.
+20-step run, the others guesses). Multi-task mixtures scale both the episode
+and the SFT step by _MIXTURE_COST, by number of games: measured on the
+mixtures' runs, whose long WebShop/ALFWorld prompts set every turn's width
+(the 3-task runs took about 2.5 times the single-game model; the 6-task run
+of 2026-11-30 took 6.3 minutes a step with two arms on 2 cores and 2.67 s a
+warm-start SFT step alone), before learner updates cut micro-batches to
+their own width, so they may now overstate. It reads each arm's resolved
+config, and a sweep pays each distinct warm start once.
 `reproduce.py --dry_run` prints the arms and the total.
 """
 from __future__ import annotations
@@ -47,6 +53,20 @@ _STARTUP_S, _SFT_STEP_S, _DEMO_S, _EPISODE_S = 40.0, 0.6, 0.06, 12.0 / 32
 # Relative cost of an episode (turn cap and prompt length).
 _ENV_COST = {"alfworld_cpu": 1.0, "minihack_room_cpu": 0.85, "webshop_cpu": 0.5,
              "multitask3_cpu": 0.9, "swe_cpu": 1.5}
+# Multi-task: (episode, SFT step) cost over the single-game model, by number of
+# games (see the module docstring; 6 games: 6.3 min / 2 arms / 96 episodes
+# = 1.97 s an episode, 5.8x the 0.9 x 0.375 s model; 2.67 s an SFT step, 4.4x).
+_MIXTURE_COST = {3: (2.5, 2.5), 6: (5.8, 4.4)}
+
+
+def mixture_cost(cfg) -> tuple[float, float]:
+    """(episode, SFT step) factors of a config's mixture of games; 1 for one
+    game, the largest measured one beyond the measured sizes."""
+    n = len(cfg.env.names)
+    if n <= 1:
+        return 1.0, 1.0
+    known = sorted(_MIXTURE_COST)
+    return _MIXTURE_COST[min((k for k in known if k >= n), default=known[-1])]
 
 
 def base_overrides(budget: str) -> tuple[str, ...]:
@@ -62,7 +82,7 @@ def warm_start_s(cfg) -> float:
     when it is not in the warm-start cache."""
     ws = cfg.warm_start
     sft = ws.actor_steps + (0 if cfg.experience.mode == "none" else ws.extractor_steps)
-    return sft * _SFT_STEP_S + ws.demos * _DEMO_S
+    return sft * _SFT_STEP_S * mixture_cost(cfg)[1] + ws.demos * _DEMO_S
 
 
 def rl_s(cfg) -> float:
@@ -72,7 +92,7 @@ def rl_s(cfg) -> float:
     every = t.eval_every
     evals = 1 + t.steps // every + (1 if t.steps % every else 0) if every else 0
     eval_eps = evals * eval_modes * cfg.env.num_eval_tasks * n_envs
-    episode = _EPISODE_S * _ENV_COST.get(cfg.name, 1.0)
+    episode = _EPISODE_S * _ENV_COST.get(cfg.name, 1.0) * mixture_cost(cfg)[0]
     return _STARTUP_S + (t.steps * t.tasks_per_step * t.group_size * n_envs + eval_eps) * episode
 
 

@@ -1,6 +1,7 @@
 """The parallel sweep (experiments/figures/sweep.py): each warm start built
 once, arms run beside each other as soon as the weights they need are
-cached, timing arms alone; with fake runners, no training."""
+cached, timing arms alone; with fake runners, no training. And the time
+model behind the sweep's estimates."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,7 @@ import subprocess
 
 import pytest
 
-from experiments.figures import common
+from experiments.figures import common, settings
 from tests.figures.test_figures import rows_of, write_rows
 
 
@@ -143,3 +144,25 @@ def test_experience_arm_trains_the_extractor_beside_a_baseline_that_built_the_ac
     assert events.index(("start", "comp", 0)) < events.index(("end", "base", 0)), events
     # the second seed waited for the extractor, then ran beside the first
     assert events.index(("start", "comp", 1)) < events.index(("end", "comp", 0)), events
+
+
+def test_time_model_scales_mixtures_by_their_measured_cost():
+    from crl_jax.config_tools import apply_overrides, load_preset
+    base = load_preset("multitask3_cpu")
+    six = apply_overrides(base, ["env.names=MiniHack-Room-Ultimate-5x5-v0,webshop,alfworld,"
+                                 "MiniHack-MazeWalk-9x9-v0,MiniHack-KeyRoom-Dark-S5-v0,sokoban"])
+    assert settings.mixture_cost(load_preset("alfworld_cpu")) == (1.0, 1.0)
+    assert settings.mixture_cost(base) == (2.5, 2.5)
+    assert settings.mixture_cost(six) == (5.8, 4.4)
+    four = apply_overrides(base, ["env.names=MiniHack-Room-Ultimate-5x5-v0,webshop,alfworld,sokoban"])
+    assert settings.mixture_cost(four) == (5.8, 4.4)  # the next measured size up
+    # by hand: 40 s start + 2 steps x 1 task x 2 rollouts x 6 games, no evaluation,
+    # 0.375 s x 0.9 (multitask3_cpu) x 5.8 an episode
+    small = apply_overrides(six, ["train.steps=2", "train.tasks_per_step=1",
+                                  "train.group_size=2", "train.eval_every=0"])
+    assert settings.rl_s(small) == pytest.approx(40 + 24 * 0.375 * 0.9 * 5.8)
+    # the warm start: SFT steps x 0.6 s x 4.4 + demos x 0.06 s
+    ws = small.warm_start
+    sft = ws.actor_steps + ws.extractor_steps  # comp_rl trains both models
+    assert small.experience.mode == "comp_rl"
+    assert settings.warm_start_s(small) == pytest.approx(sft * 0.6 * 4.4 + ws.demos * 0.06)
