@@ -4,11 +4,12 @@ replaced by a drawing that has every run the committed one had.
 Runs of the full budget live in ``experiments/figures/runs/``, and each run's
 record (metrics.jsonl, config.json, warm_start.json and ``<run>.arm.json``)
 is committed, while checkpoints, tokenizers, logs and the warm-start cache
-are not (.gitignore): they are checkpoints, and binaries stay out of the
-repository (a warm start is remade on a fresh machine, the sweep shares it). A fresh clone can then redraw every figure without
-rerunning anything, and the sweep skips the runs that finished. The quick
-budget is a check of the machinery: its runs, figures and results document
-go under ``runs/quick/``, never over the committed ones.
+are not (.gitignore): binaries stay out of the repository, so a fresh
+machine remakes a warm start once and the sweep shares it. A fresh clone
+can redraw every figure without rerunning anything, and the sweep skips
+the runs that finished. The quick budget is a check of the machinery: its
+runs, figures and results document go under ``runs/quick/``, never over the
+committed ones.
 
 A figure is drawn into a draft folder first. It replaces the committed
 ``out/<name>.png`` and ``.json`` only if it drew every run that the committed

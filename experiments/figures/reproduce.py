@@ -68,7 +68,8 @@ flags.DEFINE_bool("status", False, "say which runs have records here and, per fi
 flags.DEFINE_float("timeout_s", None, "wall-clock limit per arm")
 flags.DEFINE_integer("checkpoint_every", 0, "save every N RL steps instead of the preset's "
                      "train.checkpoint_every (0: the preset's); not part of a run's name, so "
-                     "a long run that may outlive the session loses less when it resumes")
+                     "a long run that may outlive the session loses less when it resumes",
+                     lower_bound=0)
 flags.DEFINE_integer("jobs", 1, "arms run at once, each its own process (arms of one warm start "
                      "wait until the first has cached it); on 2 cores 2 jobs finished MiniHack "
                      "arms 1.1-1.3x sooner than 1 (measured); more cores take more")

@@ -15,7 +15,7 @@ def _mask(lengths, width):
     return np.arange(width)[None, :] < np.asarray(lengths)[:, None]
 
 
-def test_plan_sorts_rows_longest_first_and_cuts_to_power_of_two_widths():
+def test_plan_sorts_rows_longest_first_and_cuts_to_ladder_widths():
     mask = _mask([5, 70, 0, 33, 12, 0], 96)
     plan = micro_batch_plan(mask, 2)
     # longest first: 70 and 33 (width 96 = T), then 12 and 5
@@ -27,6 +27,9 @@ def test_plan_sorts_rows_longest_first_and_cuts_to_power_of_two_widths():
     # 64, 65 goes to 96, 97 to 128, 129 to 192, 200 to 256 (T=256: no cap)
     widths = [w for _, w in micro_batch_plan(_mask([64, 65, 97, 129, 200, 33], 256), 1)]
     assert widths == [256, 192, 128, 96, 64, 48]
+    # a batch of padding only keeps one micro-batch: the step still runs
+    assert [(r.tolist(), w) for r, w in micro_batch_plan(_mask([0, 0, 0, 0], 64), 2)] == [
+        ([0, 1], 32)]
 
 
 def test_plan_rejects_a_batch_that_is_not_whole_micro_batches():
