@@ -97,6 +97,9 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
     with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
         while pending or running:
             waiting = False  # an arm waits for a warm start that a running arm is building
+            # One look at the cache per pass: a file landing mid-pass must not
+            # let a later arm take the slot the earlier arm was waiting for.
+            seen: dict[tuple[str, str], bool] = {}
             for item in list(pending):
                 i, arm = item
                 if len(running) >= jobs or any(a.alone for _, a in running.values()):
@@ -104,8 +107,8 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                 if arm.alone and running:
                     break  # let the running arms drain, then time this one by itself
                 key, names = needs[arm.key]
-                missing = set() if not cache else {
-                    n for n in names if not warm_cached(cache, key, (n,))}
+                missing = set() if not cache else {n for n in names if not seen.setdefault(
+                    (key, n), warm_cached(cache, key, (n,)))}
                 if missing & building.get(key, set()):
                     waiting = True
                     continue  # wait for the arm that is building these weights

@@ -146,6 +146,50 @@ def test_experience_arm_trains_the_extractor_beside_a_baseline_that_built_the_ac
     assert events.index(("start", "comp", 1)) < events.index(("end", "comp", 0)), events
 
 
+def test_arm_order_holds_when_a_warm_start_lands_in_the_middle_of_a_pass(tmp_path, monkeypatch):
+    """The actor file appears between the checks for two waiting arms: the
+    earlier arm still gets the free slot (one look at the cache per pass)."""
+    import threading
+    import time as _time
+    from experiments.figures import sweep
+    root, cache = str(tmp_path / "runs"), str(tmp_path / "cache")
+    arms = [common.Arm("base", "alfworld_cpu", ("train.steps=2", "experience.mode=none"), 0),
+            common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl"), 0),
+            common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl"), 1)]
+    by_dir = {common.run_dir(a, root): a for a in arms}
+    actor_trained, starts = threading.Event(), []
+    real_cached = sweep.warm_cached
+
+    def cached_landing_mid_pass(cache_dir, key, names):
+        if tuple(names) == ("actor",) and actor_trained.is_set() and not real_cached(
+                cache_dir, key, names):
+            os.makedirs(os.path.join(cache_dir, key), exist_ok=True)
+            open(os.path.join(cache_dir, key, "actor.npz"), "w").close()
+            return False  # this caller looked just before the file landed
+        return real_cached(cache_dir, key, names)
+
+    def runner(cmd, **kw):
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        arm = by_dir[out]
+        starts.append((arm.label, arm.seed))
+        if arm.label == "base":
+            _time.sleep(0.2)
+            actor_trained.set()
+            _time.sleep(1.0)
+        else:
+            key, _ = sweep.warm_start_need(arm)
+            os.makedirs(os.path.join(cache, key), exist_ok=True)
+            open(os.path.join(cache, key, "extractor.npz"), "w").close()
+            _time.sleep(0.3)
+        write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(sweep, "warm_cached", cached_landing_mid_pass)
+    sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lambda _: None,
+                   poll_s=0.05)
+    assert starts == [("base", 0), ("comp", 0), ("comp", 1)], starts
+
+
 def test_time_model_scales_mixtures_by_their_measured_cost():
     from crl_jax.config_tools import apply_overrides, load_preset
     base = load_preset("multitask3_cpu")
