@@ -20,13 +20,15 @@ JIT compiles ~40 s, an expert demo ~0.06 s, a warm-start SFT step ~0.6 s,
 an episode ~0.375 s whether trained on (update included) or evaluated;
 other presets scale the episode by _ENV_COST: MiniHack Room's measured on a
 20-step run, the others guesses). Multi-task mixtures scale both the episode
-and the SFT step by _MIXTURE_COST, by number of games: measured on the
-mixtures' runs, whose long WebShop/ALFWorld prompts set every turn's width
-(the 3-task runs took about 2.5 times the single-game model; the 6-task run
-of 2026-11-30 took 6.3 minutes a step with two arms on 2 cores and 2.67 s a
-warm-start SFT step alone), before learner updates cut micro-batches to
-their own width, so they may now overstate. It reads each arm's resolved
-config, and a sweep pays each distinct warm start once.
+and the SFT step by _MIXTURE_COST, by number of games, measured on the
+mixtures' runs, whose long WebShop/ALFWorld prompts set the width of most
+micro-batches: the 3-task baseline of 2026-11-30 (trimmed updates) took
+2.48 s a warm-start SFT step alone and 52 minutes for its 20 RL steps and
+3 evaluations (1,248 episodes) beside another arm, about 1.2 s an episode
+alone; the 6-task run of 2026-11-30 (before the trim) took 6.3 minutes a
+step with two arms on 2 cores and 2.67 s a warm-start SFT step alone. It
+reads each arm's resolved config, and a sweep pays each distinct warm start
+once.
 `reproduce.py --dry_run` prints the arms and the total.
 """
 from __future__ import annotations
@@ -54,9 +56,11 @@ _STARTUP_S, _SFT_STEP_S, _DEMO_S, _EPISODE_S = 40.0, 0.6, 0.06, 12.0 / 32
 _ENV_COST = {"alfworld_cpu": 1.0, "minihack_room_cpu": 0.85, "webshop_cpu": 0.5,
              "multitask3_cpu": 0.9, "swe_cpu": 1.5}
 # Multi-task: (episode, SFT step) cost over the single-game model, by number of
-# games (see the module docstring; 6 games: 6.3 min / 2 arms / 96 episodes
-# = 1.97 s an episode, 5.8x the 0.9 x 0.375 s model; 2.67 s an SFT step, 4.4x).
-_MIXTURE_COST = {3: (2.5, 2.5), 6: (5.8, 4.4)}
+# games (see the module docstring; 3 games: (52 min / 2 arms - 40 s start) /
+# 1,248 episodes = 1.17 s, 3.5x the 0.9 x 0.375 s model; 2.48 s an SFT step,
+# 4.1x. 6 games: 6.3 min / 2 arms / 96 episodes = 1.97 s an episode, 5.8x;
+# 2.67 s an SFT step, 4.4x).
+_MIXTURE_COST = {3: (3.5, 4.1), 6: (5.8, 4.4)}
 
 
 def mixture_cost(cfg) -> tuple[float, float]:

@@ -198,7 +198,7 @@ def test_time_model_scales_mixtures_by_their_measured_cost():
     six = apply_overrides(base, ["env.names=MiniHack-Room-Ultimate-5x5-v0,webshop,alfworld,"
                                  "MiniHack-MazeWalk-9x9-v0,MiniHack-KeyRoom-Dark-S5-v0,sokoban"])
     assert settings.mixture_cost(load_preset("alfworld_cpu")) == (1.0, 1.0)
-    assert settings.mixture_cost(base) == (2.5, 2.5)
+    assert settings.mixture_cost(base) == (3.5, 4.1)
     assert settings.mixture_cost(six) == (5.8, 4.4)
     four = apply_overrides(base, ["env.names=MiniHack-Room-Ultimate-5x5-v0,webshop,alfworld,sokoban"])
     assert settings.mixture_cost(four) == (5.8, 4.4)  # the next measured size up
