@@ -67,7 +67,8 @@ def run_dirs(root: str, preset: str) -> list[str]:
                   and os.path.exists(os.path.join(d, common.METRICS)))
 
 
-_NOT_SETTINGS = ("train.seed", "experience.mode", "train.out_dir", "warm_start.cache_dir")
+# the seed and mode have columns; bookkeeping keys do not change what a run learns
+_NOT_SETTINGS = ("train.seed", "experience.mode", *common._BOOKKEEPING_KEYS)
 
 
 def describe(directory: str, preset: str) -> dict:

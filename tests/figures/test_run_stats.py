@@ -42,7 +42,8 @@ def test_table_over_run_directories_names_the_ablation_settings(tmp_path):
     from crl_jax.config_tools import save_config_json
     root = str(tmp_path)
     arm = common.Arm("x", "minihack_room_cpu",
-                     ("experience.guided_fraction=1.0", "experience.mode=comp_rl"), 2)
+                     ("experience.guided_fraction=1.0", "experience.mode=comp_rl",
+                      "train.checkpoint_every=2"), 2)
     out = common.run_dir(arm, root)
     os.makedirs(out)
     save_config_json(common.arm_config(arm), os.path.join(out, "config.json"))
@@ -52,7 +53,7 @@ def test_table_over_run_directories_names_the_ablation_settings(tmp_path):
     assert run_stats.run_dirs(root, "minihack_room_cpu") == [out]
     rec = run_stats.describe(out, "minihack_room_cpu")
     assert rec["seed"] == 2 and rec["mode"] == "comp_rl"
-    assert rec["settings"] == "experience.guided_fraction=1.0"
+    assert rec["settings"] == "experience.guided_fraction=1.0"  # not the checkpoint cadence
     table = run_stats.format_table([rec])
     assert table.splitlines()[2].startswith(f"| {os.path.basename(out)} | 2 | comp_rl |")
     with pytest.raises(SystemExit, match="no runs of webshop_cpu"):
