@@ -121,13 +121,14 @@ def micro_batch_plan(input_mask: np.ndarray, micro_batch: int,
     With ``trim`` the rows go longest first, so each micro-batch holds rows of
     similar length, and it is cut to its longest row rounded up to the next
     of 32, 48, 64, 96, 128, 192, ... (at most T; beyond 32 tokens at most
-    1.5x its longest row): a mixture of short MiniHack and long WebShop prompts no
-    longer pays the longest prompt's width on every row, while the widths, and
-    so the compiled programs, stay few. Micro-batches of only padding rows are
-    dropped, except the first when the whole batch is padding (the update is
-    then the zero-gradient step it always was). The loss sums are order-free and right padding past a row's end
-    is never read by its real tokens (causal attention), so the update is the
-    untrimmed one up to float summation order. Without ``trim``: the rows in
+    1.5x its longest row): a mixture of short MiniHack and long WebShop
+    prompts no longer pays the longest prompt's width on every row, while the
+    widths, and so the compiled programs, stay few. Micro-batches of only
+    padding rows are dropped, except the first when the whole batch is
+    padding (the update is then the zero-gradient step it always was). The
+    loss sums are order-free and right padding past a row's end is never read
+    by its real tokens (causal attention), so the update is the untrimmed one
+    up to float summation order. Without ``trim``: the rows in
     order, every micro-batch at width T."""
     b, t = input_mask.shape
     if b % micro_batch:

@@ -160,7 +160,7 @@ def is_finished(arm: Arm, root: str) -> bool:
 
 # Settings that say where a run lives or how often it saves, not what it
 # computes: a run that differs from its arm only in these is the same run.
-_BOOKKEEPING_KEYS = ("warm_start.cache_dir", "train.out_dir", "train.checkpoint_every")
+BOOKKEEPING_KEYS = ("warm_start.cache_dir", "train.out_dir", "train.checkpoint_every")
 
 
 def arm_config(arm: Arm):
@@ -193,7 +193,7 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
     warm = ([f"warm start: {key_then} -> {key_now}"]
             if key_then is not None and key_then != key_now else [])
     return warm + [f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(then))
-                   if k not in _BOOKKEEPING_KEYS and not _unread(k, now) and then.get(k) != now.get(k)]
+                   if k not in BOOKKEEPING_KEYS and not _unread(k, now) and then.get(k) != now.get(k)]
 
 
 def _unread(key: str, flat: dict) -> bool:

@@ -68,7 +68,7 @@ def run_dirs(root: str, preset: str) -> list[str]:
 
 
 # the seed and mode have columns; bookkeeping keys do not change what a run learns
-_NOT_SETTINGS = ("train.seed", "experience.mode", *common._BOOKKEEPING_KEYS)
+_NOT_SETTINGS = ("train.seed", "experience.mode", *common.BOOKKEEPING_KEYS)
 
 
 def describe(directory: str, preset: str) -> dict:

@@ -58,8 +58,9 @@ _ENV_COST = {"alfworld_cpu": 1.0, "minihack_room_cpu": 0.85, "webshop_cpu": 0.5,
 # Multi-task: (episode, SFT step) cost over the single-game model, by number of
 # games (see the module docstring; 3 games: (52 min / 2 arms - 40 s start) /
 # 1,248 episodes = 1.22 s, 3.6x the 0.9 x 0.375 s model, 3.5x as the test
-# suite ran beside for 14 of those minutes; 2.48 s an SFT step, 4.1x. 6 games: 6.3 min / 2 arms / 96 episodes = 1.97 s an episode, 5.8x;
-# 2.67 s an SFT step, 4.4x).
+# suite ran beside for 14 of those minutes; 2.48 s an SFT step, 4.1x.
+# 6 games: 6.3 min / 2 arms / 96 episodes = 1.97 s an episode, 5.8x; 2.67 s
+# an SFT step, 4.4x).
 _MIXTURE_COST = {3: (3.5, 4.1), 6: (5.8, 4.4)}
 
 

@@ -100,6 +100,12 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
             # One look at the cache per pass: a file landing mid-pass must not
             # let a later arm take the slot the earlier arm was waiting for.
             seen: dict[tuple[str, str], bool] = {}
+
+            def cached(key: str, name: str) -> bool:
+                if (key, name) not in seen:
+                    seen[key, name] = warm_cached(cache, key, (name,))
+                return seen[key, name]
+
             for item in list(pending):
                 i, arm = item
                 if len(running) >= jobs or any(a.alone for _, a in running.values()):
@@ -107,8 +113,7 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                 if arm.alone and running:
                     break  # let the running arms drain, then time this one by itself
                 key, names = needs[arm.key]
-                missing = set() if not cache else {n for n in names if not seen.setdefault(
-                    (key, n), warm_cached(cache, key, (n,)))}
+                missing = set() if not cache else {n for n in names if not cached(key, n)}
                 if missing & building.get(key, set()):
                     waiting = True
                     continue  # wait for the arm that is building these weights
