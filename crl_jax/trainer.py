@@ -142,7 +142,6 @@ class Trainer:
         # no-experience baseline simply never sees an "exp:" line later).
         rng = np.random.default_rng(ws.seed + 7)
         cache = self.warm_cache
-        trained = {}  # name -> learner trained here (not loaded from the cache)
         with self.timings.time("warm_start"):
             if cache and cache.has("actor"):
                 self.actor.params = load_leaves(self.actor.params, os.path.join(cache.path, "actor.npz"))
@@ -156,7 +155,7 @@ class Trainer:
                 self.warm_start_losses["actor"] = setup.supervised_warm_start(
                     self.actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
                     self.tokenizer.pad_id, rng, "actor", self._warm_progress("actor"))
-                trained["actor"] = self.actor
+                self._publish_warm_start("actor", self.actor)
             if self.use_experience and not cfg.extractor.checkpoint:
                 if cache and cache.has("extractor"):
                     self.extractor.params = load_leaves(self.extractor.params,
@@ -171,15 +170,21 @@ class Trainer:
                         self.extractor, samples, ws.extractor_lr, ws.extractor_steps, ws.batch,
                         self.ext_tokenizer.pad_id, ext_rng, "extractor",
                         self._warm_progress("extractor"))
-                    trained["extractor"] = self.extractor
+                    self._publish_warm_start("extractor", self.extractor)
             if cache:
-                if trained:
-                    cache.store(os.path.join(self.out_dir, "tokenizer"),
-                                {k: v.params for k, v in trained.items()}, self.warm_start_losses)
                 shutil.rmtree(self._warm_progress(), ignore_errors=True)  # now in the cache
                 self.warm_start_losses = {**cache.losses(), **self.warm_start_losses}
         log.info("warm start: %s", {k: (round(v[0], 3), round(v[-1], 3))
                                     for k, v in self.warm_start_losses.items() if v})
+
+    def _publish_warm_start(self, name: str, learner) -> None:
+        """Stores one warm-started model in the cache as soon as it is trained:
+        an arm that needs only the actor (the baseline) starts while this run
+        still trains the extractor."""
+        if self.warm_cache:
+            self.warm_cache.store(os.path.join(self.out_dir, "tokenizer"), {name: learner.params},
+                                  {name: self.warm_start_losses[name]})
+            shutil.rmtree(self._warm_progress(name), ignore_errors=True)
 
     def _warm_progress(self, label: str = "") -> str:
         """Where an unfinished warm start keeps its progress: beside the cache

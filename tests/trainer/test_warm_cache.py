@@ -1,4 +1,5 @@
 """The warm-start cache: arms of a comparison share one warm-started actor."""
+import json
 import os
 
 import jax
@@ -48,6 +49,26 @@ def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatc
             for x, y in zip(_leaves(again.extractor.params), _leaves(first.extractor.params)):
                 np.testing.assert_array_equal(x, y)
             again.manager.close()
+
+
+def test_the_actor_is_in_the_cache_before_the_extractor_trains(tmp_path, monkeypatch):
+    """A baseline waiting only on the actor starts while the extractor still trains."""
+    cfg = _cfg(tmp_path)
+    entry = tmp_path / "cache" / warm_start_key(cfg)
+    real, seen = setup.supervised_warm_start, {}
+
+    def noting_the_cache(learner, samples, lr, steps, batch, pad_id, rng, label, *args, **kwargs):
+        seen[label] = sorted(p.name for p in entry.glob("*.npz")) if entry.exists() else []
+        return real(learner, samples, lr, steps, batch, pad_id, rng, label, *args, **kwargs)
+
+    monkeypatch.setattr(setup, "supervised_warm_start", noting_the_cache)
+    run = Trainer(cfg, str(tmp_path / "a"))
+    run.manager.close()
+    assert seen == {"actor": [], "extractor": ["actor.npz"]}
+    assert sorted(p.name for p in entry.glob("*.npz")) == ["actor.npz", "extractor.npz"]
+    assert sorted(run.warm_start_losses) == ["actor", "extractor"]  # both curves kept
+    assert sorted(json.loads((entry / "losses.json").read_text())) == ["actor", "extractor"]
+    assert not (tmp_path / "cache" / "in_progress" / warm_start_key(cfg)).exists()
 
 
 def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
