@@ -83,6 +83,23 @@ def _save_leaves(params, path: str) -> None:
     np.savez(path, **{str(i): x for i, x in enumerate(leaves)})
 
 
+def _write_json(obj, path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(obj, f)
+
+
+def _replace_file(folder: str, name: str, write) -> None:
+    """Writes ``folder/name`` through a hidden temporary file (``write(path)``)
+    renamed over it: readers see the old file or the new, never part of one."""
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp{os.path.splitext(name)[1]}")
+    try:
+        write(tmp)
+        os.replace(tmp, os.path.join(folder, name))
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 def load_leaves(like, path: str):
     """The stored leaves, in the tree structure (and shardings) of ``like``."""
     with np.load(path) as data:
@@ -119,23 +136,28 @@ class WarmStartCache:
             return json.load(f)
 
     def store(self, tokenizer_dir: str, weights: dict, losses: dict) -> None:
-        """Adds ``weights`` (name -> params) to the entry, atomically per call."""
+        """Adds ``weights`` (name -> params) to the entry. A new entry appears
+        whole (built aside, then renamed into place); an existing one gains
+        each file by an atomic rename, so an arm loading the actor while this
+        run adds the extractor never finds the entry missing."""
         os.makedirs(self.root, exist_ok=True)
+        merged = {**self.losses(), **{k: [float(x) for x in v] for k, v in losses.items()}}
+        if os.path.isdir(self.path):
+            for name, params in weights.items():
+                _replace_file(self.path, f"{name}.npz", lambda p, w=params: _save_leaves(w, p))
+            _replace_file(self.path, "losses.json", lambda p: _write_json(merged, p))
+            return
         tmp = tempfile.mkdtemp(prefix=f".{self.key}.", dir=self.root)
         try:
-            if os.path.isdir(self.path):  # keep what the entry already holds
-                shutil.copytree(self.path, tmp, dirs_exist_ok=True)
-            else:
-                shutil.copytree(tokenizer_dir, os.path.join(tmp, "tokenizer"))
+            shutil.copytree(tokenizer_dir, os.path.join(tmp, "tokenizer"))
             for name, params in weights.items():
                 _save_leaves(params, os.path.join(tmp, f"{name}.npz"))
-            merged = {**self.losses(), **{k: [float(x) for x in v] for k, v in losses.items()}}
-            with open(os.path.join(tmp, "losses.json"), "w") as f:
-                json.dump(merged, f)
-            old = self.path + ".old"
-            if os.path.isdir(self.path):
-                os.replace(self.path, old)
-            os.replace(tmp, self.path)
-            shutil.rmtree(old, ignore_errors=True)
+            _write_json(merged, os.path.join(tmp, "losses.json"))
+            try:
+                os.replace(tmp, self.path)
+            except OSError:
+                if not os.path.isdir(self.path):
+                    raise
+                self.store(tokenizer_dir, weights, losses)  # another run made the entry meanwhile
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

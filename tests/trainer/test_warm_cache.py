@@ -10,7 +10,7 @@ from crl_jax import setup
 from crl_jax.config_tools import apply_overrides, load_preset
 from crl_jax.learner import Learner
 from crl_jax.trainer import Trainer
-from crl_jax.warm_cache import recorded_warm_start, warm_start_key
+from crl_jax.warm_cache import WarmStartCache, load_leaves, recorded_warm_start, warm_start_key
 from tests.trainer.test_runs import SMALL
 
 
@@ -69,6 +69,26 @@ def test_the_actor_is_in_the_cache_before_the_extractor_trains(tmp_path, monkeyp
     assert sorted(run.warm_start_losses) == ["actor", "extractor"]  # both curves kept
     assert sorted(json.loads((entry / "losses.json").read_text())) == ["actor", "extractor"]
     assert not (tmp_path / "cache" / "in_progress" / warm_start_key(cfg)).exists()
+    assert sorted(os.listdir(tmp_path / "cache")) == sorted(["in_progress", warm_start_key(cfg)])
+
+
+def test_adding_to_an_entry_never_takes_it_away(tmp_path):
+    """The extractor joins the actor's entry file by file: the entry folder an
+    arm may be loading the actor from stays in place (no temporary files left)."""
+    tok = tmp_path / "tok"
+    tok.mkdir()
+    (tok / "vocab.txt").write_text("a b")
+    cache = WarmStartCache(str(tmp_path / "cache"), "k")
+    cache.store(str(tok), {"actor": {"w": np.ones(3)}}, {"actor": [2.0, 1.0]})
+    inode = os.stat(cache.path).st_ino
+    with open(os.path.join(cache.path, "actor.npz"), "rb") as held:  # a reader mid-load
+        cache.store(str(tok), {"extractor": {"w": np.zeros(2)}}, {"extractor": [3.0]})
+        assert held.read(2) == b"PK"
+    assert os.stat(cache.path).st_ino == inode
+    assert sorted(os.listdir(cache.path)) == ["actor.npz", "extractor.npz", "losses.json", "tokenizer"]
+    assert cache.losses() == {"actor": [2.0, 1.0], "extractor": [3.0]}
+    like = {"w": jax.numpy.zeros(3)}
+    np.testing.assert_array_equal(load_leaves(like, os.path.join(cache.path, "actor.npz"))["w"], 1)
 
 
 def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
