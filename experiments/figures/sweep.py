@@ -8,7 +8,9 @@ starts once they are stored; an arm that needs the extractor too starts as
 soon as a baseline arm (actor only) has stored the actor, and trains the
 extractor itself. Arms whose weights are cached, or that are the first to
 need them, run as soon as a job is free. An arm marked ``alone`` (it
-measures time) runs with nothing beside it.
+measures time) runs with nothing beside it. Arms already finished are
+skipped before anything starts: a finished timing arm must not hold the
+queue behind an hour-long run.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import os
 import time
 from typing import Callable, Sequence
 
-from experiments.figures.common import Arm, ArmResult, arm_config, dedupe_arms, run_arm
+from experiments.figures.common import (Arm, ArmResult, arm_config, dedupe_arms, is_finished,
+                                        run_arm, set_aside_if_stale)
 
 
 def _fmt(seconds: float) -> str:
@@ -94,6 +97,14 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
     building: dict[str, set[str]] = {}  # warm-start key -> weights running arms are training
     claimed: dict[int, set[str]] = {}  # arm index -> the weights it builds
     results: dict[int, ArmResult] = {}
+    for item in list(pending):
+        i, arm = item
+        set_aside_if_stale(arm, root, log)
+        if is_finished(arm, root):
+            pending.remove(item)
+            progress.started(i, arm)
+            results[i] = ArmResult(arm, "skipped", 0.0, 0)
+            progress.finished(i, results[i], [a for _, a in pending])
     with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
         while pending or running:
             waiting = False  # an arm waits for a warm start that a running arm is building

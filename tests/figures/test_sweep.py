@@ -107,6 +107,38 @@ def test_arm_waiting_for_a_warm_start_starts_once_it_is_cached(tmp_path):
     assert events.index(("start", 1)) < events.index(("end", 0)), events
 
 
+def test_a_finished_timing_arm_does_not_hold_the_queue_behind_a_running_arm(tmp_path):
+    """A timing arm (alone) that already finished is skipped at once: the arm
+    after it starts beside the long arm, not when the long arm ends."""
+    import threading
+    from experiments.figures import sweep
+    root, cache = str(tmp_path / "runs"), str(tmp_path / "cache")
+    steps = ("train.steps=2",)
+    long_arm = common.Arm("long", "minihack_room_cpu", (*steps, "experience.mode=none"), 0)
+    timed = common.Arm("timed", "alfworld_cpu", (*steps, "experience.mode=none"), 0, alone=True)
+    after = common.Arm("after", "alfworld_cpu", (*steps, "experience.mode=none"), 1)
+    write_rows(common.run_dir(timed, root), rows_of([(s, 0.5) for s in range(3)]))
+    by_dir = {common.run_dir(a, root): a for a in (long_arm, timed, after)}
+    after_started, ran = threading.Event(), []
+
+    def runner(cmd, **kw):
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        arm = by_dir[out]
+        ran.append(arm.label)
+        if arm is long_arm:
+            # ends by itself after 5 s, so the old queue fails here instead of hanging
+            ran.append(("beside", after_started.wait(timeout=5.0)))
+        else:
+            after_started.set()
+        write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    results = sweep.run_arms([long_arm, timed, after], root, jobs=2, warm_cache=cache,
+                             runner=runner, log=lambda _: None)
+    assert [r.status for r in results] == ["done", "skipped", "done"]
+    assert "timed" not in ran and ("beside", True) in ran, ran
+
+
 def test_experience_arm_trains_the_extractor_beside_a_baseline_that_built_the_actor(tmp_path):
     """Baseline first (it stores the actor only): the Comp. RL arm waits for
     the actor, not for the baseline's end, and builds the extractor alone."""
