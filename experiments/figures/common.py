@@ -254,6 +254,14 @@ class ArmResult:
     returncode: int | None = None
 
 
+def skip_if_finished(arm: Arm, root: str,
+                     log: Callable[[str], None] = print) -> ArmResult | None:
+    """A "skipped" result when the arm's run already finished with today's
+    settings (a stale run is set aside first), else None."""
+    set_aside_if_stale(arm, root, log)
+    return ArmResult(arm, "skipped", 0.0, 0) if is_finished(arm, root) else None
+
+
 def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
             runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
             warm_cache: str | None = None, checkpoint_every: int = 0) -> ArmResult:
@@ -266,9 +274,9 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
     <root>/<run name>.arm.json records the arm, its command and every
     attempt's wall time. ``checkpoint_every``: see Arm.command."""
     out = run_dir(arm, root)
-    set_aside_if_stale(arm, root)
-    if is_finished(arm, root):
-        return ArmResult(arm, "skipped", 0.0, 0)
+    skipped = skip_if_finished(arm, root)
+    if skipped:
+        return skipped
     os.makedirs(out, exist_ok=True)
     resume = has_checkpoint(out)
     if not resume and os.path.exists(os.path.join(out, METRICS)):

@@ -19,8 +19,8 @@ import os
 import time
 from typing import Callable, Sequence
 
-from experiments.figures.common import (Arm, ArmResult, arm_config, dedupe_arms, is_finished,
-                                        run_arm, set_aside_if_stale)
+from experiments.figures.common import (Arm, ArmResult, arm_config, dedupe_arms, run_arm,
+                                        skip_if_finished)
 
 
 def _fmt(seconds: float) -> str:
@@ -99,12 +99,12 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
     results: dict[int, ArmResult] = {}
     for item in list(pending):
         i, arm = item
-        set_aside_if_stale(arm, root, log)
-        if is_finished(arm, root):
+        skipped = skip_if_finished(arm, root, log)
+        if skipped:
             pending.remove(item)
             progress.started(i, arm)
-            results[i] = ArmResult(arm, "skipped", 0.0, 0)
-            progress.finished(i, results[i], [a for _, a in pending])
+            results[i] = skipped
+            progress.finished(i, skipped, [a for _, a in pending])
     with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
         while pending or running:
             waiting = False  # an arm waits for a warm start that a running arm is building
