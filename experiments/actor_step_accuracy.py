@@ -1,5 +1,5 @@
 """Greedy next-action accuracy of a preset's warm-started actor on the
-expert's states of held-out tasks (see crl_jax/step_accuracy.py):
+expert's states of held-out tasks (see crl_jax/diagnostics/step_accuracy.py):
 
     python experiments/actor_step_accuracy.py --config=alfworld_cpu [--games=48] [a.b=value ...]
 
@@ -20,24 +20,24 @@ from experiments.warm_start_probe import FLAGS, built_run, write_report  # noqa:
 
 
 def main(argv):
-    from crl_jax import prompts
-    from crl_jax.step_accuracy import env_verdict, expert_views, format_report, step_accuracy
-    from crl_jax.warmstart import collect_demos
+    from crl_jax.rl import prompts
+    from crl_jax.diagnostics.step_accuracy import env_verdict, expert_views, format_report, step_accuracy
+    from crl_jax.training.warmstart import collect_demos
     from models.sampling_ops import strip_stop_tokens
 
-    with built_run(argv, "step_accuracy_") as trainer:
-        r = trainer.cfg.rollout
-        greedy = dataclasses.replace(trainer.engine.sampling, temperature=0.0)
+    with built_run(argv, "step_accuracy_") as run:
+        r = run.cfg.rollout
+        greedy = dataclasses.replace(run.engine.sampling, temperature=0.0)
 
         def propose(views):
-            ids = [trainer.engine.prompt_ids(v) for v in views]
-            res = trainer.sampler.generate(ids, greedy, rng=0, decode=trainer.tokenizer.decode)
+            ids = [run.engine.prompt_ids(v) for v in views]
+            res = run.sampler.generate(ids, greedy, rng=0, decode=run.tokenizer.decode)
             # the action a rollout would take from each answer (None: none in it)
-            return [prompts.parse_action(trainer.tokenizer.decode(
+            return [prompts.parse_action(run.tokenizer.decode(
                 strip_stop_tokens(res.tokens[j], greedy)), r.format) for j in range(len(ids))]
 
         report = {}
-        for src in trainer.eval_sources:  # a mixture gets one table per environment
+        for src in run.eval_sources:  # a mixture gets one table per environment
             demos = collect_demos(src.env_name, src.make, src.tasks[:FLAGS.games],
                                   r.max_turns * 2, src.expert)
             states = expert_views(demos, r.history, r.list_actions, r.show_first_observation)

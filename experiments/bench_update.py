@@ -1,5 +1,5 @@
 """Seconds per actor update with micro-batches cut to their own width
-(crl_jax.learner.micro_batch_plan) against the same update at the batch's
+(crl_jax.rl.learner.micro_batch_plan) against the same update at the batch's
 full width, in the same process, on the CPU presets' tiny actor.
 
     python experiments/bench_update.py            # mixture and single-game batches
@@ -33,7 +33,7 @@ FLAGS = flags.FLAGS
 def _batch(lengths, vocab: int, seed: int):
     import numpy as np
 
-    from crl_jax.learner import Sample
+    from crl_jax.rl.batch import Sample
     rng = np.random.default_rng(seed)
     samples = []
     for n in lengths:
@@ -58,7 +58,9 @@ def main(argv):
     del argv
     import numpy as np
 
-    from crl_jax.learner import Learner, OptimConfig, pack_samples
+    from crl_jax.rl.batch import pack_samples
+
+    from crl_jax.rl.learner import Learner, OptimConfig
     from kernels.policy_losses import PolicyLossConfig
     from models.config import DecoderConfig
     from models.decoder import init_decoder

@@ -1,6 +1,6 @@
 """Entries the preset's warm-started extractor writes for held-out expert
 trajectories, against the entries it was taught to write (see
-crl_jax/entry_quality.py):
+crl_jax/diagnostics/entry_quality.py):
 
     python experiments/extractor_quality.py --config=alfworld_cpu [--games=48] [a.b=value ...]
 
@@ -28,13 +28,13 @@ def _needs_extractor(cfg) -> None:
 
 
 def main(argv):
-    from crl_jax.entry_quality import entry_quality
-    from crl_jax.warmstart import collect_demos
+    from crl_jax.diagnostics.entry_quality import entry_quality
+    from crl_jax.training.warmstart import collect_demos
     from models.sampling_ops import strip_stop_tokens
 
-    with built_run(argv, "extractor_quality_", _needs_extractor) as trainer:
-        tok, sampler = trainer.ext_tokenizer, trainer.agent.sampler
-        greedy = dataclasses.replace(trainer.agent.sampling, temperature=0.0,
+    with built_run(argv, "extractor_quality_", _needs_extractor) as run:
+        tok, sampler = run.ext_tokenizer, run.agent.sampler
+        greedy = dataclasses.replace(run.agent.sampling, temperature=0.0,
                                      max_new_tokens=FLAGS.max_new_tokens)
 
         def answer(texts):
@@ -45,9 +45,9 @@ def main(argv):
             return out
 
         report = {}
-        for src in trainer.eval_sources:
+        for src in run.eval_sources:
             demos = collect_demos(src.env_name, src.make, src.tasks[:FLAGS.games],
-                                  trainer.cfg.rollout.max_turns * 2, src.expert)
+                                  run.cfg.rollout.max_turns * 2, src.expert)
             scores = entry_quality(demos, answer).as_dict()
             report[src.env_name] = scores
             print(f"{src.env_name}: {scores['games']} won expert games; an add operation "

@@ -1,50 +1,112 @@
-"""Train Complementary RL: ``python experiments/run.py --config=alfworld_cpu [a.b=value ...]``.
+"""Train Complementary RL.
 
-Overrides are dotted paths into the preset's RunConfig (for example
-``train.steps=2 experience.mode=none``); an unknown key is an error that
-lists the valid ones.
+    python experiments/run.py --config=alfworld_cpu [--train.steps=3 --experience.mode=none ...]
+
+``--config`` names a preset (experiments/configs/<name>.py); every key of its
+configuration can be changed with ``--section.key=value``; ``--help`` lists
+the presets and every key with its description.
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
-import logging
 import os
 import sys
+from typing import Annotated
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags  # noqa: E402
+import tyro  # noqa: E402
 
-flags.DEFINE_string("config", "alfworld_cpu", "preset name (a module in experiments/configs/)")
-flags.DEFINE_string("out_dir", None, "run directory (default: the preset's train.out_dir)")
-flags.DEFINE_bool("resume", False, "continue the run in out_dir from its latest checkpoint")
-flags.DEFINE_bool("print_config", False, "print the resolved config and exit")
-FLAGS = flags.FLAGS
+from crl_jax.training import config_io  # noqa: E402
+from crl_jax.training.config import RunConfig  # noqa: E402
+from crl_jax.training.run_dir import CONFIG_FILENAME, RunDirError, prepare_run_dir  # noqa: E402
+
+DEFAULT_PRESET = "alfworld_cpu"
 
 
-def main(argv):
-    from crl_jax.config_tools import apply_overrides, format_config, load_preset, save_config_json
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """How to run (the options above) and what to run (the preset's
+    configuration, every key of which can be changed below)."""
 
-    overrides = [a for a in argv[1:]]
-    bad = [a for a in overrides if "=" not in a]
-    if bad:
-        raise app.UsageError(f"overrides must look like key.sub=value; got {bad}")
-    cfg = apply_overrides(load_preset(FLAGS.config), overrides)
-    if FLAGS.print_config:
-        print(format_config(cfg))
-        return
-    out_dir = FLAGS.out_dir or cfg.train.out_dir
-    os.makedirs(out_dir, exist_ok=True)
-    save_config_json(cfg, os.path.join(out_dir, "config.json"))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    from crl_jax.trainer import Trainer
+    cfg: Annotated[RunConfig, tyro.conf.arg(name=""), tyro.conf.FlagConversionOff]
+    config: str = DEFAULT_PRESET
+    """The preset: a module of experiments/configs/ (listed above)."""
+    out_dir: str | None = None
+    """The run directory (default: the preset's train.out_dir, runs/<preset>). It
+    is recorded in config.json as train.out_dir."""
+    resume: bool = False
+    """Continue the run in the run directory from its latest checkpoint, with
+    the configuration it started with (keys given now are changes to it)."""
+    accept_changed_config: bool = False
+    """With --resume: continue even though the configuration differs from the
+    saved one (the differing keys are printed)."""
+    print_config: bool = False
+    """Print the resolved configuration, one key a line, and exit."""
 
-    trainer = Trainer(cfg, out_dir, resume=FLAGS.resume)
-    history = trainer.run(resume=FLAGS.resume)
+
+def _description() -> str:
+    presets = "\n".join(f"  {name:<18} {config_io.preset_summary(name)}"
+                        for name in config_io.list_presets())
+    return (f"{__doc__.strip()}\n\nPresets (--config=NAME, default {DEFAULT_PRESET}):\n{presets}\n\n"
+            "A run writes config.json, metrics.jsonl, TensorBoard events, log.txt and "
+            "checkpoints/ to its run directory.")
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def parse_command(argv: list[str]) -> Command:
+    """The command line read against the chosen preset, or with --resume
+    against the configuration the run started with (tyro prints its own
+    error and exits with status 2 on a bad key, type or value)."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=DEFAULT_PRESET)
+    pre.add_argument("--out_dir", default=None)
+    pre.add_argument("--resume", action="store_true")
+    known = pre.parse_known_args(argv)[0]
+    message = config_io.unknown_preset_message(known.config)
+    if message:
+        sys.exit(_fail(message))
+    base = config_io.load_preset(known.config)
+    saved = os.path.join(known.out_dir or base.train.out_dir, CONFIG_FILENAME)
+    if known.resume and os.path.exists(saved):
+        try:  # the keys on the command line are then changes to the saved run
+            base = config_io.load_config_json(RunConfig, saved)
+        except ValueError as err:
+            sys.exit(_fail(f"{saved} does not load as a configuration of this version ({err})"))
+    default = Command(cfg=base, config=known.config)
+    return tyro.cli(Command, default=default, args=config_io.normalize_args(RunConfig, argv),
+                    description=_description(), use_underscores=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = parse_command(sys.argv[1:] if argv is None else argv)
+    out_dir = command.out_dir or command.cfg.train.out_dir
+    cfg = dataclasses.replace(command.cfg, train=dataclasses.replace(command.cfg.train,
+                                                                      out_dir=out_dir))
+    if command.print_config:
+        print(config_io.format_config(cfg))
+        return 0
+    try:
+        prepare_run_dir(cfg, out_dir, resume=command.resume,
+                        accept_changed_config=command.accept_changed_config)
+    except RunDirError as err:
+        return _fail(str(err))
+    from crl_jax.training.logs import setup_logging
+    from crl_jax.training.loop import run_training
+
+    setup_logging(out_dir)
+    history = run_training(cfg, out_dir, resume=command.resume)
     final = history[-1] if history else {}
     summary = {k: v for k, v in final.items() if k.startswith(("eval", "train/success"))}
     print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0
 
 
 if __name__ == "__main__":
-    app.run(main)
+    sys.exit(main())

@@ -19,10 +19,10 @@ FLAGS = flags.FLAGS
 
 @contextlib.contextmanager
 def built_run(argv, prefix: str, check: Callable | None = None):
-    """Yields a Trainer for --config plus the command line's key=value
+    """Yields a built run (crl_jax.training.components.Run) for --config plus the command line's key=value
     overrides; ``check(cfg)`` may raise app.UsageError for unusable settings."""
-    from crl_jax.config_tools import apply_overrides, load_preset
-    from crl_jax.trainer import Trainer
+    from crl_jax.training.config_io import apply_overrides, load_preset
+    from crl_jax.training.components import build_run
 
     bad = [a for a in argv[1:] if "=" not in a]
     if bad:
@@ -32,12 +32,11 @@ def built_run(argv, prefix: str, check: Callable | None = None):
     cfg = apply_overrides(load_preset(FLAGS.config), argv[1:])
     if check is not None:
         check(cfg)
-    trainer = Trainer(cfg, tempfile.mkdtemp(prefix=prefix))
+    run = build_run(cfg, tempfile.mkdtemp(prefix=prefix))
     try:
-        yield trainer
+        yield run
     finally:
-        if trainer.manager is not None:
-            trainer.manager.close()
+        run.close()
 
 
 def write_report(report: dict) -> None:

@@ -61,16 +61,27 @@ class PolicyLossConfig:
     """
 
     loss_type: str = "ppo_clip"
+    """ppo_clip (split-GRPO actor, Eq. 4-5) or cispo (extractor, Eq. 3)."""
     eps_low: float = 0.2
+    """Clip range low side: ratios below 1 - eps_low are clipped."""
     eps_high: float = 0.2
+    """Clip range high side: ratios above 1 + eps_high are clipped."""
     dual_clip: float | None = None
+    """PPO dual-clip constant c > 1 (caps the loss for A < 0); None = off."""
     ratio_level: str = "token"
+    """token (rho per token, released code) or sequence (trajectory ratio, paper)."""
     cispo_weight: str = "clip"
+    """CISPO weight: clip (paper) or abs_cap (min(rho, cispo_abs_cap))."""
     cispo_abs_cap: float = 5.0
+    """The cap for cispo_weight=abs_cap."""
     unified_mask: bool = False
+    """CISPO only: MiniMax-M1 Eq. 7 token mask."""
     aggregation: str = "token-mean"
+    """Loss aggregation over tokens and sequences (kernels.aggregation)."""
     norm_constant: float | None = None
+    """L for seq-mean-token-sum-norm (e.g. the longest generation)."""
     max_abs_log_ratio: float | None = 20.0
+    """Clamp on log rho before exp; None = off."""
 
     def __post_init__(self):
         if self.loss_type not in LOSS_TYPES:

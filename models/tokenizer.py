@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 # Role markers of the built-in chat template; `train_lossless_tokenizer` makes
 # each of them a single token.
@@ -290,11 +290,3 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
         raise ValueError(f"{path!r} is a file but not a sentencepiece .model; "
                          "pass a Hugging Face directory or a .model file")
     raise ValueError(f"tokenizer path {path!r} does not exist")
-
-
-def train_lossless_tokenizer(texts: Iterable[str], vocab_size: int, out_path: str | os.PathLike,
-                             kind: str = "sentencepiece", split_digits: bool = False) -> str:
-    """Train a small tokenizer whose decode(encode(x)) == x; see tokenizer_training.py."""
-    from models.tokenizer_training import train_lossless_tokenizer as train
-
-    return train(texts, vocab_size, out_path, kind, split_digits)

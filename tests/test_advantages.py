@@ -5,8 +5,8 @@ import statistics
 import numpy as np
 import pytest
 
-from crl_jax.advantages import (episode_advantages, extractor_advantages, group_advantages,
-                                per_token_advantages, split_grpo_advantages, split_grpo_episode_weights)
+from crl_jax.rl.advantages import (episode_advantages, extractor_advantages, group_advantages,
+                                split_grpo_advantages, split_grpo_episode_weights)
 from crl_jax.experience.training_buffer import ExtractorTrainingBuffer
 
 TINY = 1e-12  # eps small enough that hand values hold to ~1e-11
@@ -181,22 +181,6 @@ def test_extractor_advantages_from_training_buffer_items():
                           np.zeros(3))
 
 
-def test_per_token_advantages_episode_and_turn_level():
-    mask = np.array([[0, 1, 1, 0], [1, 1, 0, 0]])
-    np.testing.assert_array_equal(per_token_advantages([0.5, -1.0], None, mask),
-                                  [[0, 0.5, 0.5, 0], [-1, -1, 0, 0]])
-    turn_adv = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-    turn_of_token = np.array([[-1, 0, 0, -1, 1, 2], [0, -1, 1, 1, -1, -1]])
-    mask2 = (turn_of_token >= 0).astype(np.int32)
-    got = per_token_advantages(turn_adv, turn_of_token, mask2)
-    np.testing.assert_array_equal(got, [[0, 1, 1, 0, 2, 3], [4, 0, 5, 5, 0, 0]])
-    assert got.dtype == np.float32
-    # step-level rows: row 0 = episode 1's turn 2, row 1 = episode 0's turn 1
-    rows = per_token_advantages(turn_adv, np.array([[2, 2], [1, 1]]), np.array([[1, 0], [1, 1]]),
-                                row_episode=np.array([1, 0]))
-    np.testing.assert_array_equal(rows, [[6, 0], [2, 2]])
-
-
 def test_empty_batch():
     assert group_advantages([], [], normalize_std=True).shape == (0,)
     assert split_grpo_advantages([], [], np.zeros(0, bool)).shape == (0,)
@@ -219,11 +203,6 @@ def test_empty_batch():
     (lambda: episode_advantages("split", [1.0], [0]), "guided"),
     (lambda: extractor_advantages([1.0, 0.0], [1.0]), "weights has 1"),
     (lambda: extractor_advantages([1.0], [-1.0]), ">= 0"),
-    (lambda: per_token_advantages([1.0], None, np.ones((2, 3))), "1 episodes"),
-    (lambda: per_token_advantages(np.ones((1, 2)), None, np.ones((1, 3))), "turn_of_token"),
-    (lambda: per_token_advantages(np.ones((1, 2)), np.array([[0, 2]]), np.ones((1, 2))), "outside"),
-    (lambda: per_token_advantages([1.0], None, np.array([[2, 0]])), "0/1"),
-    (lambda: per_token_advantages([1.0], None, np.ones((1, 2)), row_episode=np.array([3])), "row_episode"),
 ])
 def test_bad_input_raises(call, match):
     with pytest.raises(ValueError, match=match):

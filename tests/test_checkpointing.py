@@ -1,4 +1,4 @@
-"""Tests for crl_jax.checkpointing.RunCheckpointer (Orbax), on 8 fake CPU devices."""
+"""Tests for crl_jax.training.checkpointing.RunCheckpointer (Orbax), on 8 fake CPU devices."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import optax
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from crl_jax import checkpointing as ck
+from crl_jax.training import checkpointing as ck
 
 
 def _write_bank(contents: str):

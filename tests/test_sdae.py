@@ -4,9 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from crl_jax.advantages import group_advantages, split_group_ids, split_grpo_advantages
-from crl_jax import advantages
-from crl_jax.sdae import (batch_subtask_credit, combine_with_outcome, sdae_episode_turn_advantages,
+from crl_jax.rl.advantages import group_advantages, split_group_ids, split_grpo_advantages
+from crl_jax.rl.sdae import (batch_subtask_credit, combine_with_outcome, sdae_episode_turn_advantages,
                           sdae_subtask_advantages, sdae_turn_advantages, subtask_event_turns, subtask_shares)
 
 CLEAN = ("locate", "take", "clean", "place")
@@ -183,7 +182,7 @@ def test_episode_pipeline_matches_the_steps_and_handles_missing_taxonomy():
     taxonomies = [CLEAN] * 4 + [(), ()]
     rewards = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     groups = [0, 0, 1, 1, 2, 2]
-    got = advantages.sdae_episode_turn_advantages(events, taxonomies, rewards, groups, eps=1e-12)
+    got = sdae_episode_turn_advantages(events, taxonomies, rewards, groups, eps=1e-12)
     assert [len(g) for g in got] == [4, 6, 2, 2, 3, 1]
     h = 1 / math.sqrt(2)
     np.testing.assert_allclose(got[3], [h, -h / 3], atol=1e-9)  # as in the end-to-end test above

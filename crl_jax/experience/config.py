@@ -20,11 +20,16 @@ class ExperienceConfig:
 
     # Bank.
     cap: int = 20_000
+    """Most entries the bank keeps (paper: 20,000)."""
     per_task: bool = False  # one index per task key (multi-task tables) or one for all
     index_dtype: str = "f32"
+    """Storage type of the usearch index's vectors: f32, bf16 or f16."""
     connectivity: int = 16
+    """usearch HNSW graph degree (neighbours per node)."""
     expansion_add: int = 64
+    """usearch HNSW search width while adding entries."""
     expansion_search: int = 64
+    """usearch HNSW search width while searching."""
     # "copy": the writer serialises its master index once per publish and every
     # reader slot maps a zero-copy view of those bytes. "double_buffer": two sets
     # of per-slot indexes alternate; the writer replays the last batch on the
@@ -35,27 +40,44 @@ class ExperienceConfig:
     grace_timeout_s: float = 10.0  # double_buffer: max wait for readers to leave a stale set
     # Retrieval (Eq. 6).
     oversample_n: int = 16
+    """Eq. 6: candidates N fetched by similarity before diversification."""
     top_k: int = 1
+    """Entries each retrieval returns (paper: K = 1)."""
     diversity_lambda: float = 0.4
+    """Eq. 6: weight lambda of the recency penalty."""
     recency_window_s: float = 300.0
+    """Eq. 6: an entry retrieved within this many seconds is penalised."""
     released_top1_shuffle: bool = False  # released code: move a recent top-1 to the end w.p. 0.5
     released_shuffle_prob: float = 0.5
+    """Probability of that move (released code: 0.5)."""
     # Manager search path.
     batch_size: int = 16
+    """Queries the manager's search workers batch together."""
     max_wait_s: float = 0.001
+    """Longest wait (seconds) for a search batch to fill."""
     cache_size: int = 1000
+    """Queries whose embeddings the manager caches (LRU)."""
     workers: int = 4
+    """Search worker threads W."""
     # Extractor training (Eq. 7) and consolidation.
     cooldown_delta: int = 1
+    """Eq. 7: actor steps an entry cools down after training the extractor."""
     reweight_alpha: float = 0.5
+    """Eq. 7: alpha of the training-count-aware weight."""
     train_batch_size: int = 64
+    """Extractor samples per CISPO update (paper: 64)."""
     max_ops_per_call: int = 3
+    """Most bank operations one extractor answer may make."""
     max_entry_chars: int = 4000
+    """Entries longer than this are cut."""
     consolidation_context: int = 3  # entries shown to the extractor besides the guiding one
     merge_chunk: int = 5
+    """Entries the extractor reads per merge call."""
     merge_carry: int = 1
+    """Entries of a merge chunk carried into the next chunk."""
     # Waits on other threads never block forever.
     thread_timeout_s: float = 30.0
+    """Longest wait (seconds) on another thread before the run fails."""
 
     def __post_init__(self):
         positive_ints = ("cap", "connectivity", "expansion_add", "expansion_search", "oversample_n",

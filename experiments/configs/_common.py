@@ -3,9 +3,9 @@ import dataclasses
 import os
 
 from crl_jax.experience.config import ExperienceConfig
-from crl_jax.learner import OptimConfig
-from crl_jax.rollout import RolloutConfig
-from crl_jax.run_config import (AdvantageSpec, EnvSpec, ExperienceSpec, ModelSpec, RunConfig,
+from crl_jax.rl.learner import OptimConfig
+from crl_jax.rl.rollout import RolloutConfig
+from crl_jax.training.config import (AdvantageSpec, EnvSpec, ExperienceSpec, ModelSpec, RunConfig,
                                 TrainSpec, WarmStartSpec)
 from kernels.policy_losses import PolicyLossConfig
 

@@ -15,7 +15,7 @@ templates repeat across seeds, so held-out seeds test recall of fixes, not
 software engineering. That is the point of a CPU demo; the `swe` preset is
 the real setting.
 """
-from crl_jax.run_config import WarmStartSpec
+from crl_jax.training.config import WarmStartSpec
 from experiments.configs._common import cpu_config
 
 

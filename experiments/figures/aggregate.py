@@ -1,6 +1,6 @@
 """Summaries of run metrics for the figures.
 
-They work on the rows of ``metrics.jsonl`` (crl_jax.metrics): a curve of one
+They work on the rows of ``metrics.jsonl`` (crl_jax.training.metrics): a curve of one
 metric key over steps, summarised over seeds as mean, std and min/max; final
 values (mean of the last K points that carry the key); ratios of two arms'
 finals with their per-seed spread.

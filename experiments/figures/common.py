@@ -130,7 +130,7 @@ def expected_steps(arm: Arm) -> int:
     value = override_value(arm, "train.steps")
     if value is not None:
         return int(float(value))
-    from crl_jax.config_tools import load_preset  # heavy import, only when needed
+    from crl_jax.training.config_io import load_preset  # heavy import, only when needed
     return int(load_preset(arm.preset).train.steps)
 
 
@@ -141,7 +141,7 @@ def expected_steps(arm: Arm) -> int:
 
 def read_rows(path: str) -> list[dict]:
     """The complete rows of a metrics.jsonl (a torn last line is skipped)."""
-    from crl_jax.metrics import read_metrics
+    from crl_jax.training.metrics import read_metrics
     return read_metrics(path)
 
 
@@ -165,7 +165,7 @@ BOOKKEEPING_KEYS = ("warm_start.cache_dir", "train.out_dir", "train.checkpoint_e
 
 def arm_config(arm: Arm):
     """The arm's full RunConfig today (preset + overrides + seed); unknown keys raise."""
-    from crl_jax.config_tools import apply_overrides, load_preset
+    from crl_jax.training.config_io import apply_overrides, load_preset
     return apply_overrides(load_preset(arm.preset),
                            [*arm.overrides, f"train.seed={int(arm.seed)}"])
 
@@ -180,9 +180,9 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
     path = os.path.join(directory, "config.json")
     if not os.path.exists(path):
         return []
-    from crl_jax.config_tools import flatten_config, load_config_json
-    from crl_jax.run_config import RunConfig
-    from crl_jax.warm_cache import recorded_warm_start, warm_start_key
+    from crl_jax.training.config_io import flatten_config, load_config_json
+    from crl_jax.training.config import RunConfig
+    from crl_jax.training.warm_cache import recorded_warm_start, warm_start_key
     cfg = arm_config(arm)
     now = flatten_config(cfg)
     try:

@@ -74,8 +74,8 @@ _NOT_SETTINGS = ("train.seed", "experience.mode", *common.BOOKKEEPING_KEYS)
 def describe(directory: str, preset: str) -> dict:
     """The run's diagnostics, its seed and mode, and the settings where it
     departs from its preset (what makes it an ablation)."""
-    from crl_jax.config_tools import flatten_config, load_config_json, load_preset
-    from crl_jax.run_config import RunConfig
+    from crl_jax.training.config_io import flatten_config, load_config_json, load_preset
+    from crl_jax.training.config import RunConfig
     cfg = flatten_config(load_config_json(RunConfig, os.path.join(directory, "config.json")))
     base = flatten_config(load_preset(preset))
     changed = [f"{k}={v}" for k, v in cfg.items() if k not in _NOT_SETTINGS and base.get(k) != v]

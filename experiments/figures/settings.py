@@ -110,7 +110,7 @@ def estimate_s(arm: Arm) -> float:
 def sweep_estimate_s(arms: Sequence[Arm]) -> float:
     """Seconds for all ``arms`` when they share warm starts through one cache
     (reproduce.py passes one): each distinct warm start is paid once."""
-    from crl_jax.warm_cache import warm_start_key
+    from crl_jax.training.warm_cache import warm_start_key
     warm: dict[str, float] = {}
     total = 0.0
     for arm in arms:
@@ -128,7 +128,7 @@ def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), se
     what the preset already has are dropped (except the always-explicit
     experience.mode), so SDAE's "on" arm on a preset with SDAE on is the same
     run as Fig. 6's, not a duplicate."""
-    from crl_jax.config_tools import apply_overrides, load_preset
+    from crl_jax.training.config_io import apply_overrides, load_preset
     given = Arm(label, preset, (*base_overrides(budget), f"experience.mode={mode}", *extra), seed)
     base = load_preset(preset)
     kept = tuple(item for item in given.overrides if item.startswith("experience.mode=")

@@ -1,7 +1,7 @@
 """Running many arms: one after another, or several at once (``jobs``).
 
 Arms of one preset share a warm start through the sweep's warm-start cache
-(crl_jax/warm_cache.py). With several jobs, an arm waits while another arm
+(crl_jax/training/warm_cache.py). With several jobs, an arm waits while another arm
 is training weights it needs from the cache (two processes would both train
 them, and the second would overwrite the first's with other weights), and
 starts once they are stored; an arm that needs the extractor too starts as
@@ -31,7 +31,7 @@ def _fmt(seconds: float) -> str:
 def warm_start_need(arm: Arm) -> tuple[str, tuple[str, ...]]:
     """(warm-start cache key, the weights the arm needs from it): an arm
     without experience needs only the actor."""
-    from crl_jax.warm_cache import warm_start_key
+    from crl_jax.training.warm_cache import warm_start_key
     cfg = arm_config(arm)
     names = ("actor",) if cfg.experience.mode == "none" else ("actor", "extractor")
     return warm_start_key(cfg), names

@@ -139,7 +139,7 @@ def test_unknown_task_and_bad_seed_raise():
 def test_extractor_trajectory_keeps_the_message_not_the_repeated_goal(room):
     """The extractor reads each step clipped to 40 characters; every MiniHack
     observation opens with the goal line, which alone would fill the clip."""
-    from crl_jax import prompts
+    from crl_jax.rl import prompts
     obs, info = room.reset(0)
     steps = [room.step(a) for a in ("north", "east")]
     text = prompts.trajectory_text(["north", "east"], [s.observation for s in steps])

@@ -18,7 +18,7 @@ pytest.importorskip("nle")
 pytest.importorskip("minihack")
 
 from crl_jax.envs.minihack_env import MiniHackEnv  # noqa: E402
-from crl_jax.tasks import task_source  # noqa: E402
+from crl_jax.training.tasks import task_source  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # 2026-11-30 00:30 and 14:30 UTC; the first is in NetHack's midnight hour
@@ -108,7 +108,7 @@ def test_task_sources_pass_the_setting_to_minihack_only():
 def test_presets_with_minihack_games_use_the_seeded_clock():
     # arms of one figure run at different hours, on different days and
     # machines: their MiniHack games must not depend on when they ran
-    from crl_jax.config_tools import load_preset
+    from crl_jax.training.config_io import load_preset
     for name in ("minihack_room_cpu", "multitask3_cpu", "minihack_room", "multitask3",
                  "multitask6"):
         assert load_preset(name).env.seeded_clock, name

@@ -348,7 +348,7 @@ def test_editing_the_tests_does_not_win_but_a_bash_fix_does():
 
 
 def test_compact_prompts_keep_multiline_tool_calls_whole():
-    from crl_jax import prompts
+    from crl_jax.rl import prompts
     from crl_jax.envs.registry import make_env, make_expert
     env, expert = make_env("swe_local"), make_expert("swe_local")
     try:

@@ -174,7 +174,7 @@ def test_run_arm_skips_finished_resumes_checkpointed_restarts_others(tmp_path):
 
 
 def test_run_made_with_other_settings_is_set_aside_and_rerun(tmp_path):
-    from crl_jax.config_tools import apply_overrides, save_config_json
+    from crl_jax.training.config_io import apply_overrides, save_config_json
     root = str(tmp_path)
     arm = common.Arm("x", "alfworld_cpu", ("train.steps=3",), 0)
     out = common.run_dir(arm, root)
@@ -214,7 +214,7 @@ def test_unfinished_run_is_drawn_and_named(tmp_path):
 def test_experience_settings_do_not_make_a_baseline_run_stale(tmp_path):
     """A run without experience never reads experience.*: retuning the
     pipeline leaves it valid, while an experience arm is rerun."""
-    from crl_jax.config_tools import apply_overrides, save_config_json
+    from crl_jax.training.config_io import apply_overrides, save_config_json
     for mode, stale in (("none", []), ("comp_rl", ["experience.merge_every: 3 -> 5"])):
         arm = common.Arm("x", "alfworld_cpu", (f"experience.mode={mode}",), 0)
         out = common.run_dir(arm, str(tmp_path))
@@ -235,8 +235,8 @@ def test_experience_settings_do_not_make_a_baseline_run_stale(tmp_path):
 def test_run_from_another_warm_start_is_stale(tmp_path):
     """The run records its warm-start key; a key built by other code today
     (the cache version) makes it stale; runs without the record are trusted."""
-    from crl_jax.config_tools import save_config_json
-    from crl_jax.warm_cache import record_warm_start, warm_start_key
+    from crl_jax.training.config_io import save_config_json
+    from crl_jax.training.warm_cache import record_warm_start, warm_start_key
     arm = common.Arm("x", "minihack_room_cpu", ("experience.mode=none",), 0)
     out = common.run_dir(arm, str(tmp_path))
     os.makedirs(out)

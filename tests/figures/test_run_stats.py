@@ -39,7 +39,7 @@ def test_run_summary_matches_hand_computed_values():
 
 
 def test_table_over_run_directories_names_the_ablation_settings(tmp_path):
-    from crl_jax.config_tools import save_config_json
+    from crl_jax.training.config_io import save_config_json
     root = str(tmp_path)
     arm = common.Arm("x", "minihack_room_cpu",
                      ("experience.guided_fraction=1.0", "experience.mode=comp_rl",

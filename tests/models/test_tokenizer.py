@@ -7,8 +7,8 @@ from tokenizers import Tokenizer as RawTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer
 
-from models.tokenizer import (HFTokenizer, SentencePieceTokenizer, load_tokenizer, render_chatml,
-                              train_lossless_tokenizer)
+from models.tokenizer import HFTokenizer, SentencePieceTokenizer, load_tokenizer, render_chatml
+from models.tokenizer_training import train_lossless_tokenizer
 
 # Agent-like text: observations, actions, code with indentation, tabs,
 # repeated and trailing spaces, blank lines, CRLF, non-ASCII.

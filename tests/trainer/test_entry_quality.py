@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from crl_jax.entry_quality import EntryScores, entry_quality, plan_parts, step_f1
-from crl_jax.warmstart import Demo
+from crl_jax.diagnostics.entry_quality import EntryScores, entry_quality, plan_parts, step_f1
+from crl_jax.training.warmstart import Demo
 
 
 def _add(entry):

@@ -1,8 +1,8 @@
 """warm_start.split_digits reaches the tokenizer a run trains on its demos."""
-from crl_jax import setup
-from crl_jax.config_tools import apply_overrides, load_preset
+from crl_jax.training import setup
+from crl_jax.training.config_io import apply_overrides, load_preset
 from crl_jax.envs.webshop.env import WebShopEnv
-from crl_jax.warmstart import collect_demos
+from crl_jax.training.warmstart import collect_demos
 
 
 def test_split_digits_setting_shapes_the_run_tokenizer(tmp_path):

@@ -4,7 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from crl_jax.learner import Learner, OptimConfig, Sample, pack_samples
+from crl_jax.rl.batch import Sample, pack_samples
+
+from crl_jax.rl.learner import Learner, OptimConfig
 from kernels.policy_losses import PolicyLossConfig
 from models.config import tiny_config
 from models.decoder import init_decoder

@@ -1,6 +1,6 @@
 """The periodic-merge deciders: the extractor's answer format and dedup."""
-from crl_jax import prompts
-from crl_jax.setup import dedup_merger
+from crl_jax.rl import prompts
+from crl_jax.training.setup import dedup_merger
 
 
 def test_parse_merge_accepts_only_a_list_of_texts():
@@ -28,8 +28,8 @@ def test_periodic_merge_uses_the_task_key_entries_carry_in_a_shared_bank():
     so no merge ever ran)."""
     from types import SimpleNamespace
 
-    from crl_jax.config_tools import load_preset
-    from crl_jax.trainer import Trainer
+    from crl_jax.training.config_io import load_preset
+    from crl_jax.training.step import feed_manager
 
     class Recorder:
         def __init__(self):
@@ -47,6 +47,6 @@ def test_periodic_merge_uses_the_task_key_entries_carry_in_a_shared_bank():
                                 experience_id=None, ask_keys=[]) for key in ("alfworld", "x")]
     rec = Recorder()
     for step in range(10):
-        Trainer._feed_manager(SimpleNamespace(cfg=cfg, step=step, manager=rec), episodes)
+        feed_manager(SimpleNamespace(cfg=cfg, manager=rec), step, episodes)
     assert rec.merged == [("alfworld", 4), ("x", 4), ("alfworld", 9), ("x", 9)]
     assert {r.task_key for r in rec.records} == {"alfworld", "x"}  # the keys entries get

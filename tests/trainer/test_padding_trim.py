@@ -5,7 +5,9 @@ import jax
 import numpy as np
 import pytest
 
-from crl_jax.learner import Learner, OptimConfig, Sample, micro_batch_plan, pack_samples
+from crl_jax.rl.batch import Sample, micro_batch_plan, pack_samples
+
+from crl_jax.rl.learner import Learner, OptimConfig
 from kernels.policy_losses import PolicyLossConfig
 from models.config import DecoderConfig
 from models.decoder import init_decoder

@@ -4,9 +4,10 @@ import shutil
 
 import pytest
 
-from crl_jax.config_tools import apply_overrides, load_preset
-from crl_jax.metrics import read_metrics
-from crl_jax.trainer import Trainer
+from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.metrics import read_metrics
+from crl_jax.training.components import build_run
+from crl_jax.training.loop import run_training
 from models.checkpoint import save_checkpoint
 from models.config import DecoderConfig
 from models.decoder import init_decoder
@@ -50,7 +51,7 @@ def test_paper_preset_runs_a_step_on_tiny_checkpoints(preset, checkpoints, tmp_p
         "rollout.max_prompt_tokens=512", "experience.extractor_max_new_tokens=16",
         f"train.out_dir={tmp_path}"])
     assert cfg.rollout.format == "chat" and cfg.actor.dtype == "bfloat16"
-    Trainer(cfg, str(tmp_path)).run()
+    run_training(cfg, str(tmp_path))
     last = read_metrics(str(tmp_path / "metrics.jsonl"))[-1]
     assert last["step"] == 1 and last["train/episodes"] == 2 * len(cfg.env.names)
     assert os.path.isdir(tmp_path / "checkpoints" / "1")
@@ -61,4 +62,4 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path):
         f"actor.checkpoint={tmp_path}/nowhere", "env.train_split=generated",
         "env.eval_split=generated_eval", f"train.out_dir={tmp_path}"])
     with pytest.raises(FileNotFoundError, match="nowhere.*BUILD.md"):
-        Trainer(cfg, str(tmp_path))
+        build_run(cfg, str(tmp_path))

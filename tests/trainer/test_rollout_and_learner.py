@@ -5,10 +5,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from crl_jax import prompts, warmstart
+from crl_jax.rl import prompts
+
+from crl_jax.training import warmstart
 from crl_jax.envs.registry import make_env
-from crl_jax.learner import Learner, OptimConfig, Sample, pack_samples
-from crl_jax.rollout import RolloutConfig, RolloutEngine
+from crl_jax.rl.batch import Sample, pack_samples
+from crl_jax.rl.learner import Learner, OptimConfig
+from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
 from kernels.logprobs import naive_token_logprobs
 from kernels.policy_losses import PolicyLossConfig, policy_loss
 from models.config import DecoderConfig
@@ -196,7 +199,7 @@ def test_ask_opening_demos_render_as_the_rollout_renders_an_ask(setup):
     the rollout engine shows after the same ask turn and the same actions."""
     from types import SimpleNamespace
     from crl_jax.envs.base import StepInfo
-    from crl_jax.rollout import Episode, Turn
+    from crl_jax.rl.rollout import Episode, Turn
     env, tok, _ = setup
     demo = next(d for d in warmstart.collect_demos("alfworld", lambda: env, [0, 1, 2], 15) if d.won)
     for history, first in ((2, True), (1, False)):

@@ -1,13 +1,17 @@
 """End-to-end runs: every CPU preset for two steps, and resume after a crash."""
 import os
+import threading
 
 import jax
 import numpy as np
 import pytest
 
-from crl_jax.config_tools import apply_overrides, load_preset
-from crl_jax.metrics import read_metrics
-from crl_jax.trainer import Trainer
+from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.metrics import read_metrics
+from crl_jax.training import loop
+from crl_jax.training.components import build_run, task_pool
+from crl_jax.training.loop import run_training
+from crl_jax.training.step import RunState, train_step
 
 SMALL = ["train.steps=2", "train.tasks_per_step=2", "train.group_size=2", "train.eval_every=2",
          "train.checkpoint_every=2", "warm_start.demos=6", "warm_start.actor_steps=2",
@@ -32,7 +36,7 @@ def test_cpu_preset_runs_two_steps(preset, tmp_path):
     if preset == "alfworld_cpu":  # two PPO mini-batch updates per rollout batch
         extra.append("train.actor_mini_batches=2")
     cfg = _config(preset, tmp_path, extra)
-    history = Trainer(cfg, str(tmp_path)).run()
+    history = run_training(cfg, str(tmp_path))
     rows = read_metrics(str(tmp_path / "metrics.jsonl"))
     assert [r["step"] for r in rows] == [0, 1, 2]
     last = rows[-1]
@@ -60,30 +64,29 @@ class _Crash(RuntimeError):
 def test_resume_after_crash_equals_uninterrupted_run(tmp_path, monkeypatch):
     extra = ["experience.mode=none", "train.steps=4", "train.checkpoint_every=2",
              "train.eval_every=0"]
-    full = Trainer(_config("alfworld_cpu", tmp_path / "full", extra), str(tmp_path / "full"))
-    full.run()
-    with pytest.raises(FileExistsError, match="--resume"):  # a finished run is not overwritten
-        full.run()
+    full = build_run(_config("alfworld_cpu", tmp_path / "full", extra), str(tmp_path / "full"))
+    run_training(full.cfg, run=full)
+    with pytest.raises(FileExistsError, match="resume"):  # a finished run is not overwritten
+        run_training(full.cfg, run=full)
     want = read_metrics(str(tmp_path / "full" / "metrics.jsonl"))
     want_params = jax.tree.map(np.asarray, full.actor.params)
 
     out = str(tmp_path / "crashed")
-    crashing = Trainer(_config("alfworld_cpu", out, extra), out)
-    real_step = Trainer.train_step
+    real_step = loop.train_step
 
-    def step_or_crash(self):
-        if self.step == 3:  # dies during step 4, after the step-2 checkpoint
+    def step_or_crash(run, state):
+        if state.step == 3:  # dies during step 4, after the step-2 checkpoint
             raise _Crash("simulated crash")
-        return real_step(self)
+        return real_step(run, state)
 
-    monkeypatch.setattr(Trainer, "train_step", step_or_crash)
+    monkeypatch.setattr(loop, "train_step", step_or_crash)
     with pytest.raises(_Crash):
-        crashing.run()
-    monkeypatch.setattr(Trainer, "train_step", real_step)
+        run_training(_config("alfworld_cpu", out, extra), out)
+    monkeypatch.setattr(loop, "train_step", real_step)
     assert [r["step"] for r in read_metrics(os.path.join(out, "metrics.jsonl"))] == [1, 2, 3]
 
-    resumed = Trainer(_config("alfworld_cpu", out, extra), out, resume=True)
-    resumed.run(resume=True)
+    resumed = build_run(_config("alfworld_cpu", out, extra), out, resume=True)
+    run_training(resumed.cfg, resume=True, run=resumed)
     got = read_metrics(os.path.join(out, "metrics.jsonl"))
     assert [r["step"] for r in got] == [1, 2, 3, 4]
     for a, b in zip(got, want):
@@ -101,28 +104,29 @@ def test_unknown_override_lists_valid_keys(tmp_path):
 
 def test_background_failure_stops_the_run_with_the_error(tmp_path, monkeypatch):
     from crl_jax.experience import ManagerFailedError
-    from crl_jax.extractor import ExtractorAgent
+    from crl_jax.rl.extractor import ExtractorAgent
 
     def broken(self, request):
         raise RuntimeError("extractor exploded")
 
     cfg = _config("alfworld_cpu", tmp_path, ["train.steps=3", "train.eval_every=0"])
-    trainer = Trainer(cfg, str(tmp_path))
+    run = build_run(cfg, str(tmp_path))
     monkeypatch.setattr(ExtractorAgent, "__call__", broken)
     with pytest.raises(ManagerFailedError, match="extractor exploded"):
-        trainer.run()
-    assert trainer._ext_thread is None or not trainer._ext_thread.is_alive()
+        run_training(cfg, run=run)
+    # The background threads are stopped with the run.
+    assert not [t for t in threading.enumerate() if t.name == "crl-extractor-train" and t.is_alive()]
 
 
 def test_task_pool_restricts_rl_tasks_not_the_warm_start(tmp_path):
     cfg = _config("alfworld_cpu", tmp_path, ["experience.mode=none", "train.task_pool=3",
                                              "warm_start.demos=8"])
-    tr = Trainer(cfg, str(tmp_path))
+    tr = build_run(cfg, str(tmp_path))
     every = tr.train_sources[0].tasks
     pool = tr.rl_sources[0].tasks
     assert len(every) == 8 and len(pool) == 3 and set(pool) <= set(every)
     assert len({d.task for d in tr.demos}) == 8  # the warm start saw the whole pool
-    assert tr._task_pool(tr.train_sources[0]).tasks == pool  # fixed by the seed (resume)
+    assert task_pool(cfg, tr.train_sources[0]).tasks == pool  # fixed by the seed (resume)
     played = []
     real_play = tr.engine.play
 
@@ -131,8 +135,10 @@ def test_task_pool_restricts_rl_tasks_not_the_warm_start(tmp_path):
         return real_play(envs, tasks, *args, **kwargs)
 
     tr.engine.play = recording_play
+    state = RunState.fresh(cfg.train.seed)
     for _ in range(3):
-        tr.train_step()
+        state, _ = train_step(tr, state)
+    tr.close()
     assert len(played) == 3 * 2 * 2 and set(played) <= set(pool)
     with pytest.raises(ValueError, match="task_pool=1 is smaller"):
         _config("alfworld_cpu", tmp_path, ["train.task_pool=1"])

@@ -1,10 +1,10 @@
-"""Per-verb imitation accuracy (crl_jax/step_accuracy.py) against hand-counted values."""
+"""Per-verb imitation accuracy (crl_jax/diagnostics/step_accuracy.py) against hand-counted values."""
 import pytest
 
 from crl_jax.envs.webshop.env import WebShopEnv
-from crl_jax.step_accuracy import (decision_kind, env_verdict, expert_views, format_report,
+from crl_jax.diagnostics.step_accuracy import (decision_kind, env_verdict, expert_views, format_report,
                                    id_chars_right, step_accuracy)
-from crl_jax.warmstart import Demo, collect_demos
+from crl_jax.training.warmstart import Demo, collect_demos
 
 
 def _demo(won=True):

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from crl_jax.envs.registry import make_env
-from crl_jax.episode_stats import self_distillation_samples, turn_advantages
-from crl_jax.rollout import RolloutConfig, RolloutEngine
-from crl_jax.run_config import AdvantageSpec
+from crl_jax.rl.episode_stats import self_distillation_samples, turn_advantages
+from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
+from crl_jax.training.config import AdvantageSpec
 from models.sampler import GenerationResult
 
 
@@ -82,7 +82,7 @@ def test_self_distillation_uses_winning_guided_turns_without_experience():
 
 
 def _episode(task, guided, won, events_per_turn):
-    from crl_jax.rollout import Episode, Turn
+    from crl_jax.rl.rollout import Episode, Turn
     ep = Episode(task=task, task_key="alfworld", goal="g", guided=guided, won=won,
                  subtasks=("locate", "take", "place"), env_name="alfworld")
     for ev in events_per_turn:
@@ -132,7 +132,7 @@ def test_negative_weight_scales_only_negative_advantages():
 
 
 def test_rejected_turns_get_no_credit_from_a_win_and_the_penalty():
-    from crl_jax.rollout import Turn
+    from crl_jax.rl.rollout import Turn
     eps = [_episode(0, False, True, [(), (), ("place",)]), _episode(0, False, False, [()] * 3)]
     rejected = lambda: Turn([5], [6], np.zeros(1), "x", "x", "o", 0.0, (), True)
     eps[0].turns[0] = rejected()  # a rejected action inside the win
@@ -146,7 +146,7 @@ def test_rejected_turns_get_no_credit_from_a_win_and_the_penalty():
                                               invalid_action_penalty=0.2))
     assert np.allclose(both[0], [-0.2, 0.5, 0.5]) and np.allclose(both[1], [-0.5, -0.7, -0.5])
     with pytest.raises(ValueError, match="invalid_action_penalty"):
-        from crl_jax.run_config import RunConfig
+        from crl_jax.training.config import RunConfig
         RunConfig(advantages=AdvantageSpec(invalid_action_penalty=-1.0))
 
 
@@ -155,8 +155,8 @@ def test_empty_answers_ablation_answers_nothing_without_touching_the_bank():
     reply says nothing was found, and the bank is never searched."""
     from types import SimpleNamespace
 
-    from crl_jax.config_tools import apply_overrides, load_preset
-    from crl_jax.trainer import Trainer
+    from crl_jax.training.config_io import apply_overrides, load_preset
+    from crl_jax.training.step import ask
 
     cfg = apply_overrides(load_preset("minihack_room_cpu"), ["experience.search_and_ask=true",
                                                              "experience.ask_answers=nothing"])
@@ -165,12 +165,12 @@ def test_empty_answers_ablation_answers_nothing_without_touching_the_bank():
         def search_and_ask(self, *args):
             raise AssertionError("the bank was asked")
 
-    fake = SimpleNamespace(cfg=cfg, manager=NoBank(), step=0)
+    fake = SimpleNamespace(cfg=cfg, manager=NoBank())
     tok = CharTokenizer()
     env = make_env("alfworld", split="generated", num_generated=2, seed=0)
     engine = RolloutEngine(ScriptedSampler(tok, [["ask: where is it", "look"]]), tok,
                            RolloutConfig(max_turns=2, history=2, max_asks=2))
-    ep = engine.play([env], [0], [False], ask=lambda q, k: Trainer._ask(fake, q, k))[0]
+    ep = engine.play([env], [0], [False], ask=lambda q, k: ask(fake, 0, q, k))[0]
     assert ep.turns[0].asked == "where is it" and ep.num_asks == 1 and ep.ask_keys == []
     assert ep.turns[0].observation == "advice: nothing found"
     assert "advice: nothing found" in tok.decode(ep.turns[1].prompt_ids)

@@ -6,11 +6,11 @@ import jax
 import numpy as np
 import pytest
 
-from crl_jax import setup
-from crl_jax.config_tools import apply_overrides, load_preset
-from crl_jax.learner import Learner
-from crl_jax.trainer import Trainer
-from crl_jax.warm_cache import WarmStartCache, load_leaves, recorded_warm_start, warm_start_key
+from crl_jax.training import setup
+from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.rl.learner import Learner
+from crl_jax.training.components import build_run
+from crl_jax.training.warm_cache import WarmStartCache, load_leaves, recorded_warm_start, warm_start_key
 from tests.trainer.test_runs import SMALL
 
 
@@ -25,8 +25,8 @@ def _leaves(params):
 
 
 def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatch):
-    first = Trainer(_cfg(tmp_path), str(tmp_path / "a"))
-    first.manager.close()
+    first = build_run(_cfg(tmp_path), str(tmp_path / "a"))
+    first.close()
     key = warm_start_key(first.cfg)
     entry = tmp_path / "cache" / key
     assert sorted(os.listdir(entry)) == ["actor.npz", "extractor.npz", "losses.json", "tokenizer"]
@@ -40,7 +40,7 @@ def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatc
     for mode, out in (("comp_rl", "b"), ("none", "c")):  # the baseline shares the same entry
         cfg = _cfg(tmp_path, f"experience.mode={mode}")
         assert warm_start_key(cfg) == key
-        again = Trainer(cfg, str(tmp_path / out))
+        again = build_run(cfg, str(tmp_path / out))
         for x, y in zip(_leaves(again.actor.params), _leaves(first.actor.params)):
             np.testing.assert_array_equal(x, y)
         assert again.warm_start_losses["actor"] == pytest.approx(first.warm_start_losses["actor"])
@@ -48,7 +48,7 @@ def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatc
         if mode == "comp_rl":
             for x, y in zip(_leaves(again.extractor.params), _leaves(first.extractor.params)):
                 np.testing.assert_array_equal(x, y)
-            again.manager.close()
+            again.close()
 
 
 def test_the_actor_is_in_the_cache_before_the_extractor_trains(tmp_path, monkeypatch):
@@ -62,8 +62,8 @@ def test_the_actor_is_in_the_cache_before_the_extractor_trains(tmp_path, monkeyp
         return real(learner, samples, lr, steps, batch, pad_id, rng, label, *args, **kwargs)
 
     monkeypatch.setattr(setup, "supervised_warm_start", noting_the_cache)
-    run = Trainer(cfg, str(tmp_path / "a"))
-    run.manager.close()
+    run = build_run(cfg, str(tmp_path / "a"))
+    run.close()
     assert seen == {"actor": [], "extractor": ["actor.npz"]}
     assert sorted(p.name for p in entry.glob("*.npz")) == ["actor.npz", "extractor.npz"]
     assert sorted(run.warm_start_losses) == ["actor", "extractor"]  # both curves kept
@@ -115,7 +115,7 @@ def test_rl_seeds_start_from_the_same_warm_start_and_tasks(tmp_path):
     """train.seed drives RL only: without any cache, two seeds train the same
     warm start on the same game pools; warm_start.seed changes it."""
     def build(out, *extra):
-        return Trainer(apply_overrides(load_preset("alfworld_cpu"), SMALL + [
+        return build_run(apply_overrides(load_preset("alfworld_cpu"), SMALL + [
             "experience.mode=none", "warm_start.actor_steps=3", "rollout.max_turns=30",
             *extra]), str(tmp_path / out))
 
@@ -131,7 +131,7 @@ def test_a_killed_warm_start_continues_where_it_stopped(tmp_path, monkeypatch):
     """A warm start killed mid-way continues from its last save, and ends
     where an uninterrupted one does (same weights, same loss curve)."""
     steps = ["warm_start.actor_steps=5", "experience.mode=none"]
-    ref = Trainer(_cfg(tmp_path, *steps, f"warm_start.cache_dir={tmp_path / 'ref_cache'}"),
+    ref = build_run(_cfg(tmp_path, *steps, f"warm_start.cache_dir={tmp_path / 'ref_cache'}"),
                   str(tmp_path / "ref"))
     cfg = _cfg(tmp_path, *steps)
     progress = tmp_path / "cache" / "in_progress" / warm_start_key(cfg) / "actor"
@@ -147,14 +147,14 @@ def test_a_killed_warm_start_continues_where_it_stopped(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Learner, "sft_step", dies_at_the_fourth)
     with pytest.raises(KeyboardInterrupt):
-        Trainer(cfg, str(tmp_path / "a"))
+        build_run(cfg, str(tmp_path / "a"))
     assert sorted(os.listdir(progress)) == ["2"]  # the save at step 2, not a partial 4
     assert not (tmp_path / "cache" / warm_start_key(cfg)).exists()
 
     calls.clear()
     monkeypatch.setattr(Learner, "sft_step", lambda self, *a, **k: (calls.append(1),
                                                                      real_step(self, *a, **k))[1])
-    again = Trainer(cfg, str(tmp_path / "a"))
+    again = build_run(cfg, str(tmp_path / "a"))
     assert len(calls) == 3  # steps 3-5 only
     for x, y in zip(_leaves(again.actor.params), _leaves(ref.actor.params)):
         np.testing.assert_array_equal(x, y)

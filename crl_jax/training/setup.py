@@ -7,12 +7,14 @@ import os
 
 import jax
 import numpy as np
+from tqdm.auto import tqdm
 
-from crl_jax import warmstart
-from crl_jax.checkpointing import RunCheckpointer
+from crl_jax.training import warmstart
+from crl_jax.training.checkpointing import RunCheckpointer
 from crl_jax.experience import ExperienceBank, ExperienceManager, HashingEmbedder
-from crl_jax.learner import Learner, OptimConfig, pack_samples
-from crl_jax.run_config import ModelSpec, RunConfig
+from crl_jax.rl.batch import pack_samples
+from crl_jax.rl.learner import Learner, OptimConfig
+from crl_jax.training.config import ModelSpec, RunConfig
 from models.checkpoint import load_checkpoint
 from models.config import DecoderConfig
 from models.decoder import init_decoder
@@ -94,7 +96,8 @@ def supervised_warm_start(learner: Learner, samples, lr: float, steps: int, batc
                           pad_id: int, rng: np.random.Generator, label: str,
                           progress_dir: str | None = None, save_every: int | None = None) -> list:
     """A few SFT steps at a warm-start learning rate (then the RL rate is restored).
-    Logs the loss every 20 steps: the warm start takes minutes on a CPU.
+    Shows a progress bar with the loss and an ETA (the warm start takes
+    minutes on a CPU) and writes the loss every 20 steps to the run's log.
 
     With ``progress_dir``, parameters, optimizer moments, losses and ``rng``'s
     state are saved there every ``save_every`` steps (default WARM_SAVE_EVERY)
@@ -117,15 +120,20 @@ def supervised_warm_start(learner: Learner, samples, lr: float, steps: int, batc
             start = min(got.step, steps)
             log.info("warm start %s: continuing at step %d/%d from %s", label, start, steps,
                      progress_dir)
+        bar = tqdm(total=steps, initial=start, desc=f"warm start ({label}, SFT)", unit="step",
+                   dynamic_ncols=True, leave=False)
         for i in range(start, steps):
             pick = rng.choice(len(samples), size=min(batch, len(samples)), replace=False)
             m = learner.sft_step(pack_samples([samples[j] for j in pick], pad_id, batch))
             losses.append(m["loss"])
+            bar.update(1)
+            bar.set_postfix(loss=f"{m['loss']:.3f}", refresh=False)
             if (i + 1) % 20 == 0 or i + 1 == steps:
-                log.info("warm start %s: step %d/%d, loss %.3f", label, i + 1, steps, m["loss"])
+                log.debug("warm start %s: step %d/%d, loss %.3f", label, i + 1, steps, m["loss"])
             if ckpt and ((i + 1) % save_every == 0 or i + 1 == steps):
                 ckpt.save(i + 1, {"params": learner.params, "opt": learner.opt_state},
                           {"losses": [float(x) for x in losses], "rng": rng.bit_generator.state})
+        bar.close()
     finally:
         if ckpt:
             ckpt.close()

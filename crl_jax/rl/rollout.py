@@ -17,9 +17,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from crl_jax import prompts
+from crl_jax.rl import prompts
 from crl_jax.envs.base import StepInfo
-from crl_jax.learner import Sample
+from crl_jax.rl.batch import Sample
 from models.sampler import Sampler
 from models.sampling_ops import SamplingConfig, strip_stop_tokens
 
@@ -27,14 +27,19 @@ from models.sampling_ops import SamplingConfig, strip_stop_tokens
 @dataclasses.dataclass(frozen=True)
 class RolloutConfig:
     max_turns: int = 30
+    """Turns an episode may take before it ends unfinished."""
     max_new_tokens: int = 16  # per turn
     max_prompt_tokens: int = 512  # longer prompts keep their last tokens
     token_budget: int = 100_000  # generated tokens per episode
     history: int = 1  # (action, observation) pairs shown
     temperature: float = 1.0
+    """Sampling temperature (0 = greedy)."""
     top_p: float = 1.0
+    """Nucleus sampling mass (1 = off)."""
     top_k: int = 0
+    """Sample among the k likeliest tokens (0 = off)."""
     format: str = "compact"
+    """Prompt format: compact (tiny models: goal, observation, short history) or chat."""
     # compact format: which valid actions the prompt lists (none | all | non_navigation)
     list_actions: str = "none"
     obs_chars: int = 240  # compact format: the current observation is cut to this length
@@ -144,7 +149,6 @@ class RolloutEngine:
 
     def play(self, envs: Sequence, tasks: Sequence, guided: Sequence[bool],
              retrieve: Retriever | None = None, seed: int = 0,
-             on_turn: Callable[[int, int], None] | None = None,
              ask: Asker | None = None) -> list[Episode]:
         """Plays ``len(tasks)`` episodes, episode i on ``envs[i]`` (reset to tasks[i]).
 
@@ -211,8 +215,6 @@ class RolloutEngine:
                 ep.won = ep.won or bool(step.info.won)
                 if step.done or ep.won or ep.generated_tokens >= cfg.token_budget:
                     ep.done = True
-            if on_turn is not None:
-                on_turn(turn, len(live))
         for ep in episodes:
             ep.done = True
         return episodes

@@ -23,8 +23,8 @@ import dataclasses
 import re
 from typing import Callable, NamedTuple, Sequence
 
-from crl_jax import prompts
-from crl_jax.warmstart import Demo, demo_view
+from crl_jax.rl import prompts
+from crl_jax.training.warmstart import Demo, demo_view
 
 # Bracketed item ids (WebShop's "b064787394") must be copied character by
 # character from the page, the hardest decision for a tiny actor: grouped

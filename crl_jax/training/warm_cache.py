@@ -27,7 +27,7 @@ import tempfile
 import jax
 import numpy as np
 
-from crl_jax.config_tools import config_to_dict
+from crl_jax.training.config_io import config_to_dict
 
 
 # Settings added after keys were in use, per config section, with their

@@ -10,13 +10,12 @@ Actor, outcome level (one scalar per episode):
     (task, subgroup)) and `split_grpo_episode_weights` (its 1/2 sum_c 1/K_c);
   - `episode_advantages(mode, ...)` switches between the three by name.
 Actor, turn level: SDAE (PAPER.md section 3, a reconstruction) lives in
-`crl_jax.sdae` (built on `group_advantages`; split out to keep files small)
-and is mixed with any of the above by `combine_with_outcome`. Its public
-names are also reachable from this module (lazily, see `__getattr__`).
+`crl_jax.rl.sdae` (built on `group_advantages`; split out to keep files small)
+and is mixed with any of the above by `combine_with_outcome`.
 Extractor: `extractor_advantages` (paper Eq. 3's A_i). The entry reward r(m)
 itself is computed by `crl_jax.experience.training_buffer.ExtractorSample.reward`
 and the Eq. 7 weight by `crl_jax.experience.reweighting.count_aware_weight`.
-Loss grid: `per_token_advantages` expands episode or turn advantages to tokens.
+Per-turn advantages reach the tokens through `crl_jax.rl.rollout.Episode.samples`.
 """
 from __future__ import annotations
 
@@ -206,63 +205,3 @@ def extractor_advantages(entry_rewards, weights) -> np.ndarray:
     if len(r) == 0:
         return r.copy()
     return (r - r.mean()) * w
-
-
-def per_token_advantages(turn_advantages, turn_of_token, mask, *, row_episode=None) -> np.ndarray:
-    """Expand advantages to the [rows, tokens] grid of the loss (float32).
-
-    turn_advantages: [E] one value per episode (then turn_of_token may be
-      None), or [E, T] one per turn (e.g. SDAE).
-    turn_of_token: [R, L] int, the turn index of each token; read only where
-      mask is 1 (use any value, e.g. -1, on prompt/environment/pad tokens).
-    mask: [R, L], 1 on actor tokens. Output is 0 where mask is 0.
-    row_episode: [R] episode of each row, for step-level samples (one row per
-      turn or several rows per episode); default row r = episode r.
-    """
-    adv = np.asarray(turn_advantages, dtype=np.float64)
-    m = np.asarray(mask)
-    if m.ndim != 2:
-        raise ValueError(f"mask must be [rows, tokens], got shape {m.shape}")
-    if adv.ndim not in (1, 2):
-        raise ValueError(f"turn_advantages must be [episodes] or [episodes, turns], got {adv.shape}")
-    if not np.all(np.isfinite(adv)):
-        raise ValueError("turn_advantages contain NaN/inf")
-    on = m.astype(bool)
-    if m.dtype != np.bool_ and not np.all((m == 0) | (m == 1)):
-        raise ValueError("mask must hold only 0/1 (or booleans)")
-    rows = m.shape[0]
-    episode = np.arange(rows) if row_episode is None else np.asarray(row_episode)
-    if episode.shape != (rows,) or episode.dtype.kind not in "iu":
-        raise ValueError(f"row_episode must be {rows} ints, got {episode.dtype} {episode.shape}")
-    if row_episode is None and adv.shape[0] != rows:
-        raise ValueError(f"{adv.shape[0]} episodes of advantages but mask has {rows} rows")
-    if rows and (episode.min() < 0 or episode.max() >= adv.shape[0]):
-        raise ValueError(f"row_episode must lie in [0, {adv.shape[0]}), got {episode.min()}..{episode.max()}")
-    if adv.ndim == 1:
-        return np.where(on, adv[episode][:, None], 0.0).astype(np.float32)
-    if turn_of_token is None:
-        raise ValueError("per-turn advantages need turn_of_token")
-    turn = np.asarray(turn_of_token)
-    if turn.shape != m.shape or turn.dtype.kind not in "iu":
-        raise ValueError(f"turn_of_token must be ints of shape {m.shape}, got {turn.dtype} {turn.shape}")
-    bad = on & ((turn < 0) | (turn >= adv.shape[1]))
-    if np.any(bad):
-        r, c = np.argwhere(bad)[0]
-        raise ValueError(f"actor token ({r}, {c}) has turn {turn[r, c]}, outside [0, {adv.shape[1]})")
-    gathered = adv[episode[:, None], np.where(on, turn, 0)]
-    return np.where(on, gathered, 0.0).astype(np.float32)
-
-
-
-_SDAE_NAMES = ("SDAE_KERNELS", "SHARE_OUTCOMES", "SubtaskCredit", "batch_subtask_credit",
-               "combine_with_outcome", "sdae_episode_turn_advantages", "sdae_subtask_advantages",
-               "sdae_turn_advantages", "subtask_event_turns", "subtask_shares")
-
-
-def __getattr__(name: str):
-    """Lazy re-export of crl_jax.sdae, so `advantages.<sdae name>` works in
-    either import order (sdae imports this module at its top)."""
-    if name in _SDAE_NAMES:
-        from crl_jax import sdae
-        return getattr(sdae, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

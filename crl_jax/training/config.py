@@ -2,19 +2,23 @@
 
 Presets live in experiments/configs/<name>.py (``get_config()``); the command
 line changes any leaf with dotted overrides (``train.steps=2``), see
-crl_jax/config_tools.py.
+crl_jax/training/config_io.py.
 """
 from __future__ import annotations
 
 import dataclasses
+import typing
+from typing import Literal
 
 from crl_jax.experience.config import ExperienceConfig
-from crl_jax.learner import OptimConfig
-from crl_jax.rollout import RolloutConfig
+from crl_jax.rl.learner import OptimConfig
+from crl_jax.rl.rollout import RolloutConfig
 from kernels.policy_losses import PolicyLossConfig
 
-EXPERIENCE_MODES = ("comp_rl", "none", "offline", "static_online", "exp_only")
-ADVANTAGE_MODES = ("split", "mixed", "grpo")
+ExperienceMode = Literal["comp_rl", "none", "offline", "static_online", "exp_only"]
+AdvantageMode = Literal["split", "mixed", "grpo"]
+EXPERIENCE_MODES = typing.get_args(ExperienceMode)
+ADVANTAGE_MODES = typing.get_args(AdvantageMode)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,21 +27,36 @@ class ModelSpec:
     from scratch (checkpoint == "") with the sizes below."""
 
     checkpoint: str = ""
+    """Hugging Face checkpoint directory; empty = a tiny decoder from scratch."""
     tokenizer: str = ""  # "" = the checkpoint's, or one trained on environment text
     family: str = "qwen3"
+    """Decoder layout: llama, qwen2 or qwen3 (tiny models)."""
     hidden_size: int = 128
+    """Model width (tiny models)."""
     intermediate_size: int = 384
+    """MLP width (tiny models)."""
     num_layers: int = 2
+    """Decoder layers (tiny models)."""
     num_heads: int = 4
+    """Attention heads (tiny models)."""
     num_kv_heads: int = 2
+    """Key/value heads, grouped-query attention (tiny models)."""
     head_dim: int = 32
+    """Attention head width (tiny models)."""
     dtype: str = "float32"
+    """Activation dtype: float32 or bfloat16."""
     param_dtype: str = "float32"
+    """Parameter dtype: float32 or bfloat16."""
     scan_layers: bool = False
+    """Run the layers under jax.lax.scan (faster compiles for deep models)."""
     remat: bool = False
+    """Recompute activations in the backward pass (saves memory)."""
     mesh_data: int = 1
+    """Mesh axis sizes: data parallel."""
     mesh_fsdp: int = -1
+    """Mesh axis sizes: fully sharded data parallel (-1 = the remaining devices)."""
     mesh_tp: int = 1
+    """Mesh axis sizes: tensor parallel."""
     devices: str = "all"  # "all", or "first:N" / "last:N" to give roles their own devices
 
 
@@ -47,11 +66,14 @@ class EnvSpec:
     train_split: str = "generated"  # ALFWorld: generated | train; others: seeds
     eval_split: str = "generated_eval"  # ALFWorld: valid_unseen at paper scale
     num_generated: int = 400
+    """Generated training games (ALFWorld generated split); eval gets a quarter."""
     # ALFWorld generated games: restrict to these task types (empty = all six)
     task_types: tuple[str, ...] = ()
     room_size: str = "full"  # ALFWorld generated games: full | small (a curriculum for tiny models)
     num_eval_tasks: int = 32
+    """Held-out games each evaluation plays (with and without experience)."""
     lenient_actions: bool = False
+    """Map near-miss actions (case, spacing, put X in/on Y) to valid ones."""
     max_episode_steps: int = 0  # 0 = the rollout's max_turns
     # MiniHack: NetHack's clock rules (full/new moon luck, Friday 13th, night,
     # the midnight hour) follow the task seed instead of the machine's clock.
@@ -72,18 +94,18 @@ class ExperienceSpec:
     trained, the actor is frozen.
     """
 
-    mode: str = dataclasses.field(default="comp_rl", metadata={"choices": EXPERIENCE_MODES})
+    mode: ExperienceMode = "comp_rl"
+    """comp_rl (the method), none (GRPO baseline), offline, static_online or exp_only (see above)."""
     guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
     merge_every: int = 5  # actor steps; 0 = no merge (ablation)
     # Who decides a merge: the extractor (paper) or exact-duplicate removal
     # (tiny presets, whose extractor is not warm-started on merges).
-    merger: str = dataclasses.field(default="extractor", metadata={"choices": ("extractor", "dedup")})
+    merger: Literal["extractor", "dedup"] = "extractor"
     search_and_ask: bool = False
     # What the tool answers: the bank's best entry rewritten by the extractor
     # (paper), or "nothing" to every ask (an ablation: an actor taught to ask
     # keeps the tool's turn cost but gets no content from it).
-    ask_answers: str = dataclasses.field(default="extractor",
-                                         metadata={"choices": ("extractor", "nothing")})
+    ask_answers: Literal["extractor", "nothing"] = "extractor"
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training
     # At most this many extractor updates per actor step: without a cap the
     # background thread re-draws cooling-down entries (Eq. 7 weight 0) in a loop.
@@ -96,16 +118,18 @@ class ExperienceSpec:
 
 @dataclasses.dataclass(frozen=True)
 class AdvantageSpec:
-    mode: str = dataclasses.field(default="split", metadata={"choices": ADVANTAGE_MODES})
+    mode: AdvantageMode = "split"
+    """split (split-GRPO, Eq. 5), mixed (guided and free in one group) or grpo."""
     normalize_std: bool = True  # paper: mean and std; released config: mean only
     sdae: bool = False  # subtask-decomposed advantages (reconstruction)
     sdae_mix: float = 0.5  # weight of the SDAE term against the outcome advantage
     success_reward: float = 1.0
+    """Reward of a won episode."""
     failure_reward: float = 0.0  # ALFWorld paper setting: -1
     # Step-level samples: "episode" gives every episode the same total weight
     # (as a whole trajectory under seq-mean aggregation); "turn" weighs each
     # turn equally, so long episodes count more (episode_stats.episode_balanced).
-    turn_weighting: str = "episode"
+    turn_weighting: Literal["episode", "turn"] = "episode"
     # Scale of negative advantages (1 = GRPO as in the paper; < 1 = weighted
     # REINFORCE, which keeps small actors with few wins from drifting).
     negative_weight: float = 1.0
@@ -122,10 +146,15 @@ class AdvantageSpec:
 class WarmStartSpec:
     demos: int = 200  # expert episodes for supervised warm start
     actor_steps: int = 60
+    """Supervised steps of the actor's warm start."""
     actor_lr: float = 3e-3
+    """Learning rate of the actor's supervised warm start."""
     extractor_steps: int = 40
+    """Supervised steps of the extractor's warm start."""
     extractor_lr: float = 3e-3
+    """Learning rate of the extractor's supervised warm start."""
     batch: int = 32
+    """Sequences per supervised warm-start step."""
     recovery_fraction: float = 0.2  # demo turns duplicated with a rejected action in history
     # Copies of each decisive (non-navigation) demo turn. Navigation is most of
     # an expert's turns, so a tiny actor learns "go to" first and walks past a
@@ -147,7 +176,7 @@ class WarmStartSpec:
     # comparison start from one warm-started model on the same tasks, as paper
     # runs all start from one pretrained checkpoint.
     seed: int = 0
-    # Reuse warm starts across runs of the same setting (crl_jax/warm_cache.py);
+    # Reuse warm starts across runs of the same setting (crl_jax/training/warm_cache.py);
     # "" = always train. Arms of a comparison then share one warm-started actor.
     cache_dir: str = ""
 
@@ -155,7 +184,9 @@ class WarmStartSpec:
 @dataclasses.dataclass(frozen=True)
 class TrainSpec:
     steps: int = 30
+    """RL steps of the run."""
     tasks_per_step: int = 8
+    """Tasks each RL step plays (per environment of a mixture)."""
     group_size: int = 4  # K rollouts per task
     # Actor optimiser steps per rollout batch: the batch is shuffled and split
     # into this many mini-batches, each one AdamW step against the sampler's
@@ -178,6 +209,7 @@ class TrainSpec:
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     name: str = "default"
+    """The run's name (the preset's by default)."""
     actor: ModelSpec = ModelSpec()
     extractor: ModelSpec = ModelSpec()
     env: EnvSpec = EnvSpec()

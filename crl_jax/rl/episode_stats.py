@@ -7,9 +7,10 @@ from typing import Sequence
 
 import numpy as np
 
-from crl_jax import advantages as adv_lib
-from crl_jax.rollout import Episode
-from crl_jax.run_config import AdvantageSpec
+from crl_jax.rl import advantages as adv_lib
+from crl_jax.rl import sdae as sdae_lib
+from crl_jax.rl.rollout import Episode
+from crl_jax.training.config import AdvantageSpec
 
 
 def episode_rewards(episodes: Sequence[Episode], spec: AdvantageSpec) -> np.ndarray:
@@ -86,10 +87,10 @@ def episode_balanced(turn_adv: Sequence[np.ndarray]) -> list[np.ndarray]:
 def _with_sdae(episodes, turn_adv, spec, task_ids, guided):
     groups = (adv_lib.split_group_ids(task_ids, guided) if spec.mode == "split"
               else adv_lib.group_index(task_ids, len(task_ids)))
-    sdae = adv_lib.sdae_episode_turn_advantages(
+    sdae = sdae_lib.sdae_episode_turn_advantages(
         [[t.events for t in e.turns] for e in episodes], [e.subtasks for e in episodes],
         episode_rewards(episodes, spec), groups)
-    return [adv_lib.combine_with_outcome(s, a, spec.sdae_mix).astype(np.float32)
+    return [sdae_lib.combine_with_outcome(s, a, spec.sdae_mix).astype(np.float32)
             for s, a in zip(sdae, turn_adv)]
 
 
@@ -126,7 +127,7 @@ def self_distillation_samples(episodes: Sequence[Episode], render_ids):
     above the free mean), re-rendered without the experience entry, as
     supervised samples (prompt without experience -> the sampled answer).
     ``render_ids`` turns a TurnView into prompt ids (RolloutEngine.prompt_ids)."""
-    from crl_jax.learner import Sample
+    from crl_jax.rl.batch import Sample
 
     free: dict = {}
     for e in episodes:

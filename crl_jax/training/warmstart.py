@@ -17,9 +17,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from crl_jax import prompts
+from crl_jax.rl import prompts
 from crl_jax.envs.registry import make_expert
-from crl_jax.learner import Sample
+from crl_jax.rl.batch import Sample
 
 
 NAVIGATION = ("go to", "look", "inventory", "examine")
@@ -38,8 +38,10 @@ class Demo:
 
 
 def collect_demos(env_name: str, make: Callable[[], object], tasks: Sequence, max_turns: int,
-                  expert_name: str | None = None) -> list[Demo]:
-    """Plays the registered expert on each task (one environment, reused)."""
+                  expert_name: str | None = None,
+                  on_episode: Callable[[], None] | None = None) -> list[Demo]:
+    """Plays the registered expert on each task (one environment, reused);
+    ``on_episode()`` is called after each (progress)."""
     env, expert = make(), make_expert(expert_name or env_name)
     demos = []
     for task in tasks:
@@ -57,6 +59,8 @@ def collect_demos(env_name: str, make: Callable[[], object], tasks: Sequence, ma
                 break
         demos.append(Demo(env_name, task, info.goal, observations, actions, bool(won),
                           str(info.extra.get("task_type", "")), valid))
+        if on_episode is not None:
+            on_episode()
     env.close()
     return demos
 

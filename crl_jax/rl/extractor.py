@@ -12,10 +12,11 @@ import threading
 
 import numpy as np
 
-from crl_jax import prompts
-from crl_jax.advantages import extractor_advantages
+from crl_jax.rl import prompts
+from crl_jax.rl.advantages import extractor_advantages
 from crl_jax.experience import ExtractionRequest, ExtractorReply, TrainingItem
-from crl_jax.learner import Learner, Sample, pack_samples
+from crl_jax.rl.batch import Sample, pack_samples
+from crl_jax.rl.learner import Learner
 from models.sampler import Sampler
 from models.sampling_ops import SamplingConfig, strip_stop_tokens
 

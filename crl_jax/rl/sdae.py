@@ -11,8 +11,7 @@ project's reconstruction (PAPER.md section 3), not the authors' code:
 
 Subtask events come from the environments (StepInfo.subtask_events, e.g.
 ALFWorld's locate / take / clean / place, the last one being the win).
-Per-turn advantages go to the loss grid with
-`crl_jax.advantages.per_token_advantages`.
+Per-turn advantages reach the tokens through `crl_jax.rl.rollout.Episode.samples`.
 """
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from crl_jax.advantages import check_rewards, group_advantages, group_index
+from crl_jax.rl.advantages import check_rewards, group_advantages, group_index
 
 SDAE_KERNELS = ("step", "gaussian")
 SHARE_OUTCOMES = ("residual", "final")

@@ -16,7 +16,7 @@ import dataclasses
 from typing import Callable, Sequence
 
 from crl_jax.experience.operations import AddOperation, parse_operations
-from crl_jax.warmstart import Demo, demo_extractor_prompt, plan_entry
+from crl_jax.training.warmstart import Demo, demo_extractor_prompt, plan_entry
 
 
 def plan_parts(entry: str) -> tuple[str, list[str]]:

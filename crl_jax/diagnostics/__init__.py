@@ -1,0 +1,1 @@
+"""Measurements of a trained run's models (entry quality, next-action accuracy)."""

@@ -1,0 +1,1 @@
+"""The RL step itself: rollouts, prompts, advantages (split-GRPO, SDAE), the actor and extractor learners."""

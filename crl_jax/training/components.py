@@ -1,0 +1,179 @@
+"""What a run is made of, built once: task sources, demonstrations, tokenizers,
+the actor and extractor learners (warm-started), the rollout engine, the
+training environments and the experience manager.
+
+`build_run` returns them as one `Run`; the loop (crl_jax/training/loop.py)
+threads a `RunState` through `train_step` over it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from crl_jax.experience import EpisodeRecord
+from crl_jax.rl import prompts
+from crl_jax.rl.extractor import ExtractorAgent
+from crl_jax.rl.learner import Learner
+from crl_jax.rl.rollout import RolloutEngine
+from crl_jax.training import setup, warmstart
+from crl_jax.training.config import RunConfig
+from crl_jax.training.metrics import PhaseTimings
+from crl_jax.training.tasks import TaskSource, task_source
+from crl_jax.training.warm_cache import WarmStartCache, record_warm_start, warm_start_key
+from crl_jax.training.warm_stage import warm_start_models
+from models.sampler import Sampler
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Run:
+    """The parts of a run that live for its whole length."""
+
+    cfg: RunConfig
+    out_dir: str
+    train_sources: list[TaskSource]
+    eval_sources: list[TaskSource]
+    rl_sources: list[TaskSource]  # train_sources cut to train.task_pool
+    demos: list
+    tokenizer: object
+    ext_tokenizer: object
+    actor: Learner
+    extractor: Learner | None
+    sampler: Sampler
+    engine: RolloutEngine
+    train_envs: dict[str, list]
+    agent: ExtractorAgent | None
+    manager: object | None  # crl_jax.experience.ExperienceManager
+    warm_start_losses: dict
+    timings: PhaseTimings
+
+    @property
+    def use_experience(self) -> bool:
+        return self.cfg.experience.mode != "none"
+
+    def close(self) -> None:
+        """Stops the experience manager's threads and closes the environments."""
+        if self.manager is not None:
+            self.manager.close()
+        for envs in self.train_envs.values():
+            for env in envs:
+                env.close()
+
+
+def task_sources(cfg: RunConfig, split: str, limit: int | None) -> list[TaskSource]:
+    max_steps = cfg.env.max_episode_steps or cfg.rollout.max_turns
+    e = cfg.env
+    return [task_source(name, split, e.num_generated, cfg.warm_start.seed, max_steps,
+                        e.lenient_actions, limit, e.task_types, e.room_size, e.seeded_clock)
+            for name in e.names]
+
+
+def task_pool(cfg: RunConfig, src: TaskSource) -> TaskSource:
+    """``src`` restricted to train.task_pool tasks, drawn once from
+    warm_start.seed (the same subset for every RL seed and on resume)."""
+    n = cfg.train.task_pool
+    if not n or n >= len(src.tasks):
+        return src
+    picks = np.random.default_rng(cfg.warm_start.seed + 11).choice(len(src.tasks), n, replace=False)
+    return dataclasses.replace(src, tasks=[src.tasks[i] for i in sorted(picks)])
+
+
+def collect_demos(cfg: RunConfig, sources: list[TaskSource]) -> list:
+    """Expert episodes on warm_start.demos training tasks, shared out among
+    the environments (tiny models only: checkpoints need none)."""
+    if cfg.actor.checkpoint and not cfg.warm_start.demos:
+        return []
+    rng = np.random.default_rng(cfg.warm_start.seed)
+    max_steps = cfg.env.max_episode_steps or cfg.rollout.max_turns
+    per_env = max(1, cfg.warm_start.demos // len(sources))
+    demos = []
+    for src in sources:
+        picks = rng.choice(len(src.tasks), size=min(per_env, len(src.tasks)), replace=False)
+        tasks = [src.tasks[i] for i in picks]
+        bar = tqdm(total=len(tasks), desc=f"expert demos ({src.env_name})", unit="game",
+                   leave=False, dynamic_ncols=True)
+        demos += warmstart.collect_demos(src.env_name, src.make, tasks, max_steps, src.expert,
+                                         on_episode=lambda: bar.update(1))
+        bar.close()
+    log.info("collected %d expert demonstrations", len(demos))
+    return demos
+
+
+def _tokenizers(cfg: RunConfig, demos: list, out_dir: str, cache: WarmStartCache | None):
+    cached = cache.tokenizer_dir() if cache else None
+    if cached and not os.path.exists(os.path.join(out_dir, "tokenizer")):
+        shutil.copytree(cached, os.path.join(out_dir, "tokenizer"))
+    tok = setup.load_tokenizer_for(cfg.actor) or setup.env_tokenizer(cfg, demos, out_dir)
+    return tok, setup.load_tokenizer_for(cfg.extractor) or tok
+
+
+def _learners(cfg: RunConfig, tok, ext_tok) -> tuple[Learner, Learner | None]:
+    seed = cfg.warm_start.seed
+    mesh = setup.role_mesh(cfg.actor)
+    actor = Learner(setup.build_model(cfg.actor, tok, seed, mesh), cfg.actor_optim,
+                    cfg.actor_loss, mesh=mesh)
+    if cfg.experience.mode == "none":
+        return actor, None
+    ext_mesh = setup.role_mesh(cfg.extractor)
+    # Not donated: the consolidation thread samples from the extractor's
+    # parameters while its training thread updates them.
+    extractor = Learner(setup.build_model(cfg.extractor, ext_tok, seed + 1, ext_mesh),
+                        cfg.extractor_optim, cfg.extractor_loss, mesh=ext_mesh, donate=False)
+    return actor, extractor
+
+
+def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
+    frozen = cfg.experience.mode in ("offline", "static_online")
+    agent = ExtractorAgent(extractor, ext_tok, cfg.rollout.format,
+                           cfg.experience.extractor_max_new_tokens, cfg.rollout.temperature,
+                           cfg.train.seed, frozen=frozen)
+    merger = agent.merge if cfg.experience.merger == "extractor" else setup.dedup_merger
+    return agent, setup.make_manager(cfg, agent, merger)
+
+
+def build_offline_bank(manager, demos: list) -> None:
+    """Offline Exp.: the fixed extractor distils the demonstrations once; the bank is then static."""
+    futures = [manager.submit_episode(EpisodeRecord(
+        d.goal, prompts.trajectory_text(d.actions, d.observations[1:]), d.won,
+        d.env_name, None, 0)) for d in demos]
+    for f in tqdm(futures, desc="offline bank", unit="demo", leave=False, dynamic_ncols=True):
+        f.result(timeout=600)
+
+
+def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) -> Run:
+    """Builds every part of a run; warm-starts the tiny models (or loads their
+    warm start from the cache, or leaves it to the checkpoint on resume)."""
+    out_dir = out_dir or cfg.train.out_dir
+    os.makedirs(out_dir, exist_ok=True)
+    timings = PhaseTimings()
+    train_sources = task_sources(cfg, cfg.env.train_split, None)
+    with timings.time("demos"):
+        demos = collect_demos(cfg, train_sources)
+    tiny = not cfg.actor.checkpoint
+    cache = (WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
+             if cfg.warm_start.cache_dir and tiny else None)
+    if cache:  # which warm start this run grew from (figures check it)
+        record_warm_start(out_dir, cache.key)
+    tok, ext_tok = _tokenizers(cfg, demos, out_dir, cache)
+    actor, extractor = _learners(cfg, tok, ext_tok)
+    with timings.time("warm_start"):
+        losses = warm_start_models(cfg, demos, actor, extractor, tok, ext_tok, out_dir, cache,
+                                   resuming=resume)
+    sampler = Sampler(actor.model, pad_id=tok.pad_id)
+    n = cfg.train.tasks_per_step * cfg.train.group_size
+    agent, manager = _experience(cfg, extractor, ext_tok) if extractor is not None else (None, None)
+    if manager is not None and cfg.experience.mode == "offline":
+        build_offline_bank(manager, demos)
+    return Run(cfg=cfg, out_dir=out_dir, train_sources=train_sources,
+               eval_sources=task_sources(cfg, cfg.env.eval_split, cfg.env.num_eval_tasks),
+               rl_sources=[task_pool(cfg, s) for s in train_sources], demos=demos,
+               tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor,
+               sampler=sampler, engine=RolloutEngine(sampler, tok, cfg.rollout),
+               train_envs={s.env_name: [s.make() for _ in range(n)] for s in train_sources},
+               agent=agent, manager=manager, warm_start_losses=losses, timings=timings)

@@ -1,0 +1,56 @@
+"""Evaluation on held-out games: every eval game played once, with experience
+(each episode guided by the bank) and without, on environments built at the
+first evaluation and reused until `close`."""
+from __future__ import annotations
+
+from tqdm.auto import tqdm
+
+from crl_jax.rl.episode_stats import batch_metrics
+from crl_jax.training.components import Run
+from crl_jax.training.step import retrieve
+
+EVAL_SEED = 12345  # every evaluation samples with the same seed: curves compare models, not luck
+
+
+class Evaluator:
+    def __init__(self, run: Run):
+        self.run = run
+        self._envs: dict[str, list] = {}
+
+    def _envs_for(self, src, n: int) -> list:
+        if src.env_name not in self._envs:
+            self._envs[src.env_name] = [src.make() for _ in range(n)]
+        return self._envs[src.env_name]
+
+    def modes(self) -> list[tuple[str, bool]]:
+        if self.run.use_experience:
+            return [("with_exp", True), ("no_exp", False)]
+        return [("no_exp", False)]
+
+    def __call__(self, label: str = "") -> dict:
+        """eval_<mode>/... metrics (and eval_<mode>/<env>/... for mixtures)."""
+        run, out = self.run, {}
+        sources = run.eval_sources
+        bar = tqdm(total=len(self.modes()) * len(sources), desc=f"evaluation{label}",
+                   unit="pass", leave=False, dynamic_ncols=True)
+        for name, guided in self.modes():
+            episodes = []
+            for src in sources:
+                tasks = src.tasks[: run.cfg.env.num_eval_tasks]
+                got = run.engine.play(self._envs_for(src, len(tasks)), tasks,
+                                      [guided] * len(tasks),
+                                      (lambda q, k: retrieve(run, q, k)) if guided else None,
+                                      seed=EVAL_SEED)
+                if len(sources) > 1:  # mixtures: each environment's own numbers too
+                    out.update(batch_metrics(got, prefix=f"eval_{name}/{src.env_name}/"))
+                episodes += got
+                bar.update(1)
+            out.update(batch_metrics(episodes, prefix=f"eval_{name}/"))
+        bar.close()
+        return out
+
+    def close(self) -> None:
+        for envs in self._envs.values():
+            for env in envs:
+                env.close()
+        self._envs.clear()

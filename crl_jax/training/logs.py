@@ -1,0 +1,58 @@
+"""Where a run's log lines go: everything to <run_dir>/log.txt; to the
+console only this project's own messages and other libraries' warnings and
+errors, printed above the progress bars (Orbax logs ~55 INFO lines a
+checkpoint save, which would bury them)."""
+from __future__ import annotations
+
+import logging
+import os
+
+from tqdm.auto import tqdm
+
+LOG_FILENAME = "log.txt"
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# Loggers whose warnings are expected and say nothing to a user: JAX's probe
+# for a TPU or GPU backend on a machine that has neither (kept in log.txt).
+QUIET_ON_CONSOLE = ("jax._src.xla_bridge",)
+
+
+class _TqdmHandler(logging.Handler):
+    """Writes a record above the progress bars instead of through them."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm.write(self.format(record))
+        except Exception:  # a logging failure must not end the run
+            self.handleError(record)
+
+
+class _ConsoleFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith(QUIET_ON_CONSOLE):
+            return record.levelno >= logging.ERROR
+        if record.name.split(".")[0] == "crl_jax":
+            return record.levelno >= logging.INFO
+        return record.levelno >= logging.WARNING
+
+
+def setup_logging(run_dir: str) -> str:
+    """Routes logging for a run; returns the path of the full log."""
+    import absl.logging
+
+    os.makedirs(run_dir, exist_ok=True)
+    path = os.path.join(run_dir, LOG_FILENAME)
+    root = logging.getLogger()
+    for handler in list(root.handlers):  # absl's, or an earlier run's in this process
+        root.removeHandler(handler)
+    root.setLevel(logging.INFO)
+    logging.getLogger("crl_jax").setLevel(logging.DEBUG)
+    to_file = logging.FileHandler(path, encoding="utf-8")
+    to_file.setFormatter(logging.Formatter(FORMAT))
+    console = _TqdmHandler()
+    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    console.addFilter(_ConsoleFilter())
+    root.addHandler(to_file)
+    root.addHandler(console)
+    # absl (Orbax logs through it) goes through the root logger's handlers.
+    absl.logging.set_verbosity(absl.logging.INFO)
+    return path

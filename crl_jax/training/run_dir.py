@@ -1,0 +1,57 @@
+"""Run directories: a new run never overwrites an old one, and a resumed run
+continues with the configuration it started with (or says what changed)."""
+from __future__ import annotations
+
+import os
+
+from crl_jax.training import config_io
+from crl_jax.training.config import RunConfig
+
+CONFIG_FILENAME = "config.json"
+# What makes a directory a run's: any of these (a figure sweep's run.log or
+# a warm-start record alone does not).
+RUN_FILES = (CONFIG_FILENAME, "metrics.jsonl", "checkpoints")
+
+
+class RunDirError(ValueError):
+    """The run directory cannot be used as asked; the message says what to do."""
+
+
+def holds_a_run(out_dir: str) -> bool:
+    return any(os.path.exists(os.path.join(out_dir, name)) for name in RUN_FILES)
+
+
+def _changed_config(cfg: RunConfig, path: str, accept: bool) -> None:
+    try:
+        saved = config_io.load_config_json(RunConfig, path)
+    except ValueError as err:
+        raise RunDirError(f"{path} does not load as a configuration of this version ({err}). "
+                          "Start a new run in another directory.") from None
+    diff = config_io.config_diff(saved, cfg)
+    if diff and not accept:
+        raise RunDirError(
+            f"--resume: the configuration differs from the one the run in "
+            f"{os.path.dirname(path)} started with: {'; '.join(diff)}. Resume with the same "
+            "settings, or add --accept_changed_config to continue with the new values.")
+
+
+def prepare_run_dir(cfg: RunConfig, out_dir: str, resume: bool = False,
+                    accept_changed_config: bool = False) -> str:
+    """Checks ``out_dir`` against the request and writes config.json (every
+    effective setting, the run directory included as train.out_dir);
+    returns the path of config.json. Raises RunDirError before any work."""
+    path = os.path.join(out_dir, CONFIG_FILENAME)
+    if resume:
+        if not os.path.exists(path):
+            raise RunDirError(f"--resume: {out_dir} holds no run to resume (no {CONFIG_FILENAME}). "
+                              "Check the path, or start the run without --resume.")
+        _changed_config(cfg, path, accept_changed_config)
+    elif holds_a_run(out_dir):
+        raise RunDirError(f"{out_dir} already holds a run. To continue it, add --resume; to "
+                          "start a new one, choose another directory with --out_dir=DIR "
+                          "(or delete this one).")
+    os.makedirs(out_dir, exist_ok=True)
+    tmp = path + ".tmp"
+    config_io.save_config_json(cfg, tmp)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,141 @@
+"""One RL step of the actor: rollouts -> advantages -> actor update, and the
+finished episodes handed to the experience manager.
+
+`train_step(run, state) -> (state, metrics)` is what the loop calls; the run
+(crl_jax/training/components.py) holds the models and environments, the
+state holds what changes from step to step and goes into checkpoints.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from crl_jax.experience import EpisodeRecord
+from crl_jax.rl.batch import pack_samples
+from crl_jax.rl.episode_stats import batch_metrics, self_distillation_samples, turn_advantages
+from crl_jax.rl.rollout import Episode
+from crl_jax.training.components import Run
+
+
+@dataclasses.dataclass
+class RunState:
+    """What a checkpoint must hold besides the models: RL steps done and the
+    generator that picks tasks and shuffles mini-batches."""
+
+    step: int
+    rng: np.random.Generator
+
+    @classmethod
+    def fresh(cls, seed: int) -> "RunState":
+        return cls(step=0, rng=np.random.default_rng(seed))
+
+
+def retrieve(run: Run, queries: list[str], keys: list[str]):
+    """The bank's best entry (text, id) for each query, None where it has none."""
+    per_task = run.cfg.experience.bank.per_task
+    futures = [run.manager.search(q, k if per_task else "") for q, k in zip(queries, keys)]
+    out = []
+    for f in futures:
+        hits = f.result(timeout=run.cfg.experience.bank.thread_timeout_s)
+        out.append((hits[0].entry.text, hits[0].entry.id) if hits else None)
+    return out
+
+
+def ask(run: Run, step: int, queries: list[str], keys: list[str]):
+    """The search-and-ask tool: the bank's best entry, rewritten by the extractor
+    (with experience.ask_answers="nothing": no answer, the rollout says so)."""
+    if run.cfg.experience.ask_answers == "nothing":
+        return [(None, None)] * len(queries)
+    per_task = run.cfg.experience.bank.per_task
+    futures = [run.manager.search_and_ask(q, k if per_task else "", step)
+               for q, k in zip(queries, keys)]
+    timeout = run.cfg.experience.bank.thread_timeout_s * 4
+    return [(r.text, r.sample_key) for r in (f.result(timeout=timeout) for f in futures)]
+
+
+def play_training_batch(run: Run, state: RunState) -> list[Episode]:
+    """train.tasks_per_step tasks of each environment's pool, K rollouts each,
+    the first round(K * guided_fraction) of a group guided by the bank."""
+    cfg, t = run.cfg, run.cfg.train
+    guided_k = int(round(t.group_size * cfg.experience.guided_fraction)) if run.use_experience else 0
+    tools = run.use_experience and cfg.experience.search_and_ask
+    episodes = []
+    for src in run.rl_sources:
+        picks = state.rng.choice(len(src.tasks), size=min(t.tasks_per_step, len(src.tasks)),
+                                 replace=False)
+        tasks = [src.tasks[i] for i in picks for _ in range(t.group_size)]
+        guided = [k < guided_k for _ in picks for k in range(t.group_size)]
+        episodes += run.engine.play(
+            run.train_envs[src.env_name][:len(tasks)], tasks, guided,
+            (lambda q, k: retrieve(run, q, k)) if any(guided) else None,
+            seed=t.seed * 100_003 + state.step,
+            ask=(lambda q, k: ask(run, state.step, q, k)) if tools else None)
+    return episodes
+
+
+def actor_updates(run: Run, state: RunState, samples) -> dict:
+    """actor_epochs passes of actor_mini_batches optimiser steps over the
+    batch; metrics are averaged over the steps (updates: how many ran)."""
+    t = run.cfg.train
+    sums, n = {}, 0
+    for _ in range(t.actor_epochs):
+        order = (state.rng.permutation(len(samples)) if t.actor_mini_batches > 1
+                 else np.arange(len(samples)))
+        for chunk in np.array_split(order, min(t.actor_mini_batches, len(samples))):
+            packed = pack_samples([samples[i] for i in chunk], run.tokenizer.pad_id,
+                                  run.cfg.actor_optim.micro_batch)
+            for k, v in run.actor.policy_step(packed).items():
+                sums[k] = sums.get(k, 0.0) + v
+            n += 1
+    out = {k: v / n for k, v in sums.items()}
+    out["updates"] = n
+    return out
+
+
+def _self_distillation(run: Run, episodes: Sequence[Episode]) -> dict:
+    """Fig. 9b: an SFT step on good guided turns (experience.self_distillation > 0)."""
+    weight = run.cfg.experience.self_distillation
+    sd = (self_distillation_samples(episodes, run.engine.prompt_ids)
+          if weight > 0 and run.use_experience else [])
+    if not sd:
+        return {}
+    packed = pack_samples(sd, run.tokenizer.pad_id, run.cfg.actor_optim.micro_batch)
+    return {"actor/self_distill_loss": run.actor.sft_step(packed, weight)["loss"],
+            "actor/self_distill_samples": len(sd)}
+
+
+def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
+    """Finished episodes go to the extractor for consolidation; every
+    merge_every steps the bank is merged, per task key."""
+    if run.cfg.experience.mode == "offline":  # static bank, but guided outcomes still credit r(m)
+        return
+    for ep in episodes:
+        run.manager.submit_episode(EpisodeRecord(ep.goal, ep.trajectory_text(), ep.won,
+                                                 ep.task_key, ep.experience_id, step,
+                                                 tuple(ep.ask_keys)))
+    every = run.cfg.experience.merge_every
+    if every and (step + 1) % every == 0:
+        # Entries carry their environment's task key in a shared bank too, so
+        # merge per key either way (merging key "" found no entries and never ran).
+        for key in sorted({ep.task_key for ep in episodes}):
+            run.manager.merge(key, step)
+
+
+def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
+    """One RL step; returns the state after it and the step's metrics."""
+    cfg = run.cfg
+    with run.timings.time("rollout"):
+        episodes = play_training_batch(run, state)
+    metrics = batch_metrics(episodes, prefix="train/")
+    with run.timings.time("actor_update"):
+        if cfg.experience.mode != "exp_only":
+            turn_adv = turn_advantages(episodes, cfg.advantages)
+            samples = [s for ep, a in zip(episodes, turn_adv) for s in ep.samples(a)]
+            metrics.update({f"actor/{k}": v for k, v in actor_updates(run, state, samples).items()})
+            metrics.update(_self_distillation(run, episodes))
+            run.sampler.update_params(run.actor.model)
+    if run.use_experience:
+        feed_manager(run, state.step, episodes)
+    return dataclasses.replace(state, step=state.step + 1), metrics

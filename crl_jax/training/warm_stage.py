@@ -1,0 +1,105 @@
+"""The warm start of the tiny models: supervised steps on expert demonstrations
+before RL (checkpoint-loaded models skip it), shared through the warm-start
+cache (crl_jax/training/warm_cache.py) so every arm of a comparison starts
+from the same weights.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+
+import numpy as np
+
+from crl_jax.rl.learner import Learner
+from crl_jax.training import setup, warmstart
+from crl_jax.training.config import RunConfig
+from crl_jax.training.warm_cache import WarmStartCache, load_leaves
+
+log = logging.getLogger(__name__)
+
+
+def progress_dir(out_dir: str, cache: WarmStartCache | None, label: str = "") -> str:
+    """Where an unfinished warm start keeps its progress: beside the cache
+    entry it will become (any run with the same key continues it; the sweep
+    lets one run at a time train a key), else in the run directory (kept
+    until the run's first checkpoint holds the weights)."""
+    if cache:
+        base = os.path.join(cache.root, "in_progress", cache.key)
+    else:
+        base = os.path.join(out_dir, "warm_start_progress")
+    return os.path.join(base, label) if label else base
+
+
+def _publish(cache: WarmStartCache | None, out_dir: str, name: str, learner: Learner,
+             losses: list) -> None:
+    """Stores one warm-started model in the cache as soon as it is trained:
+    an arm that needs only the actor (the baseline) starts while this run
+    still trains the extractor."""
+    if cache:
+        cache.store(os.path.join(out_dir, "tokenizer"), {name: learner.params}, {name: losses})
+        shutil.rmtree(progress_dir(out_dir, cache, name), ignore_errors=True)
+
+
+def _train_actor(cfg: RunConfig, demos, actor: Learner, tok, out_dir: str,
+                 cache: WarmStartCache | None) -> list:
+    # Half of the actor's demonstrations carry an experience entry in every
+    # mode, so all arms of a comparison can share one warm start (the
+    # no-experience baseline simply never sees an "exp:" line later).
+    ws, r = cfg.warm_start, cfg.rollout
+    rng = np.random.default_rng(ws.seed + 7)
+    samples = warmstart.actor_sft_samples(
+        demos, tok, r.history, rng, guided_fraction=0.5, list_actions=r.list_actions,
+        recovery_fraction=ws.recovery_fraction, obs_chars=r.obs_chars,
+        show_first_observation=r.show_first_observation, decision_repeat=ws.decision_repeat,
+        ask_fraction=ws.ask_fraction)
+    return setup.supervised_warm_start(actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
+                                       tok.pad_id, rng, "actor",
+                                       progress_dir(out_dir, cache, "actor"))
+
+
+def _train_extractor(cfg: RunConfig, demos, extractor: Learner, ext_tok, out_dir: str,
+                     cache: WarmStartCache | None) -> list:
+    # Its own generator: the same extractor whether or not the actor's warm
+    # start ran in this process or came from the cache.
+    ws = cfg.warm_start
+    rng = np.random.default_rng(ws.seed + 8)
+    samples = warmstart.extractor_sft_samples(demos, ext_tok, rng, ask_fraction=ws.ask_fraction)
+    return setup.supervised_warm_start(extractor, samples, ws.extractor_lr, ws.extractor_steps,
+                                       ws.batch, ext_tok.pad_id, rng, "extractor",
+                                       progress_dir(out_dir, cache, "extractor"))
+
+
+def warm_start_models(cfg: RunConfig, demos, actor: Learner, extractor: Learner | None, tok,
+                      ext_tok, out_dir: str, cache: WarmStartCache | None,
+                      resuming: bool = False) -> dict[str, list]:
+    """Warm-starts the actor (and the extractor, when the run has one) in
+    place; returns their SFT loss curves. Nothing to do for checkpoint
+    models, without demonstrations, or when a resumed run's checkpoint
+    already holds the trained weights."""
+    ckpt_dir = os.path.join(out_dir, "checkpoints")
+    if resuming and os.path.isdir(ckpt_dir) and os.listdir(ckpt_dir):
+        return {}
+    if cfg.actor.checkpoint or not demos:
+        return {}
+    losses: dict[str, list] = {}
+    if cache and cache.has("actor"):
+        actor.params = load_leaves(actor.params, os.path.join(cache.path, "actor.npz"))
+    else:
+        losses["actor"] = _train_actor(cfg, demos, actor, tok, out_dir, cache)
+        _publish(cache, out_dir, "actor", actor, losses["actor"])
+    if extractor is not None and not cfg.extractor.checkpoint:
+        if cache and cache.has("extractor"):
+            extractor.params = load_leaves(extractor.params,
+                                           os.path.join(cache.path, "extractor.npz"))
+        else:
+            losses["extractor"] = _train_extractor(cfg, demos, extractor, ext_tok, out_dir, cache)
+            _publish(cache, out_dir, "extractor", extractor, losses["extractor"])
+    if cache:
+        shutil.rmtree(progress_dir(out_dir, cache), ignore_errors=True)  # now in the cache
+        losses = {**cache.losses(), **losses}
+    for name, curve in losses.items():
+        if curve:
+            log.info("warm start %s: SFT loss %.3f at the first step, %.3f at the last (%d steps)",
+                     name, curve[0], curve[-1], len(curve))
+    return losses

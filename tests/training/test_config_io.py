@@ -1,0 +1,88 @@
+"""Configuration through tyro: overrides, JSON round trip, presets, errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from crl_jax.training import config_io
+from crl_jax.training.config import RunConfig
+
+
+@pytest.fixture(scope="module")
+def alfworld():
+    return config_io.load_preset("alfworld_cpu")
+
+
+def test_overrides_parse_each_type(alfworld):
+    cfg = config_io.apply_overrides(alfworld, [
+        "train.steps=3", "actor_optim.lr=3e-4", "experience.search_and_ask=yes",
+        "env.names=alfworld,sokoban", "env.task_types=[]", "experience.mode=none",
+        "actor_loss.dual_clip=3.0", "extractor_loss.max_abs_log_ratio=None",
+        "--train.seed=4"])
+    assert cfg.train.steps == 3 and cfg.actor_optim.lr == pytest.approx(3e-4)
+    assert cfg.experience.search_and_ask is True
+    assert cfg.env.names == ("alfworld", "sokoban") and cfg.env.task_types == ()
+    assert cfg.experience.mode == "none" and cfg.actor_loss.dual_clip == 3.0
+    assert cfg.extractor_loss.max_abs_log_ratio is None and cfg.train.seed == 4
+    # Untouched keys keep the preset's values; the preset itself is unchanged.
+    assert cfg.train.group_size == alfworld.train.group_size and alfworld.train.steps == 20
+    assert config_io.apply_overrides(alfworld, ["train.steps=3", "train.steps=5"]).train.steps == 5
+
+
+@pytest.mark.parametrize("override, words", [
+    ("train.stepz=3", ["train.stepz", "train.steps"]),  # the closest key is suggested
+    ("train.steps=x", ["train.steps", "INT"]),
+    ("experience.mode=bogus", ["comp_rl", "none", "offline", "static_online", "exp_only"]),
+    ("experience.search_and_ask=maybe", ["True", "False"]),
+    ("train.group_size=1", ["group_size must be >= 2"]),  # the schema's own checks
+    ("steps", ["section.key=value"]),
+])
+def test_bad_overrides_say_what_is_valid(alfworld, override, words):
+    with pytest.raises(config_io.ConfigError) as err:
+        config_io.apply_overrides(alfworld, [override])
+    message = str(err.value)
+    assert "\n" not in message and "Traceback" not in message
+    for word in words:
+        assert word in message
+
+
+@pytest.mark.parametrize("name", config_io.list_presets())
+def test_every_preset_round_trips_through_json(name, tmp_path):
+    cfg = config_io.load_preset(name)
+    path = tmp_path / "config.json"
+    config_io.save_config_json(cfg, str(path))
+    assert config_io.load_config_json(RunConfig, str(path)) == cfg
+    assert json.loads(path.read_text())["train"]["steps"] == cfg.train.steps
+
+
+def test_a_saved_config_is_read_strictly(alfworld):
+    data = config_io.config_to_dict(alfworld)
+    data["train"]["stepz"] = 3
+    with pytest.raises(config_io.ConfigError, match="stepz"):
+        config_io.config_from_dict(RunConfig, data)
+    data = config_io.config_to_dict(alfworld)
+    data["train"]["steps"] = "many"
+    with pytest.raises(config_io.ConfigError, match="train.steps"):
+        config_io.config_from_dict(RunConfig, data)
+    # Keys a file leaves out take the schema's defaults.
+    assert config_io.config_from_dict(RunConfig, {"train": {"steps": 7}}).train.steps == 7
+
+
+def test_unknown_preset_suggests_the_closest():
+    message = config_io.unknown_preset_message("alfworld_cp")
+    assert "'alfworld_cpu'" in message and "minihack_room_cpu" in message
+    assert config_io.unknown_preset_message("alfworld_cpu") is None
+    with pytest.raises(config_io.ConfigError, match="Did you mean"):
+        config_io.load_preset("alfworld_cp")
+
+
+def test_flatten_diff_and_format(alfworld):
+    other = config_io.apply_overrides(alfworld, ["train.steps=3", "env.names=sokoban"])
+    assert config_io.config_diff(alfworld, other) == [
+        "env.names: ('alfworld',) -> ('sokoban',)", "train.steps: 20 -> 3"]
+    flat = config_io.flatten_config(alfworld)
+    assert flat["experience.bank.cap"] == 20_000
+    assert set(flat) == set(config_io.leaf_types(RunConfig))
+    listing = config_io.format_config(alfworld).splitlines()
+    assert len(listing) == len(flat) and any(line.startswith("train.steps ") for line in listing)

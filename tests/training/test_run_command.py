@@ -1,0 +1,117 @@
+"""experiments/run.py as a user meets it: --help, errors, run directories."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from crl_jax.training import config_io
+from crl_jax.training.config import RunConfig
+from crl_jax.training.run_dir import RunDirError, prepare_run_dir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUN = os.path.join(ROOT, "experiments", "run.py")
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    # 80 columns: tyro puts the help in one column (wider, it packs several side by side).
+    env = {**os.environ, "COLUMNS": "80", "JAX_PLATFORMS": "cpu"}
+    return subprocess.run([sys.executable, RUN, *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=300)
+
+
+def _help_blocks(text: str) -> dict[str, str]:
+    """--help's text after each option, up to the next option."""
+    blocks, key = {}, None
+    for line in text.splitlines():
+        line = line.strip(" │╭╮╰╯─")
+        m = re.match(r"--([a-z_.0-9]+)", line)
+        if m:
+            key = m.group(1)
+            blocks[key] = line[m.end():]
+        elif key:
+            blocks[key] += " " + line
+    return blocks
+
+
+def test_help_lists_every_preset_and_every_key_with_a_description():
+    done = _run("--help")
+    assert done.returncode == 0, done.stderr
+    for name in config_io.list_presets():
+        assert re.search(rf"^\s*{name}\s+\S", done.stdout, re.M), name
+    blocks = _help_blocks(done.stdout)
+    keys = set(config_io.leaf_types(RunConfig))
+    assert keys <= set(blocks), sorted(keys - set(blocks))
+    undocumented = [k for k in sorted(keys)
+                    if not re.sub(r"\(default: .*\)|[A-Z]+\b|\{[^}]*\}|[|\[\].]", "",
+                                  blocks[k]).strip()]
+    assert not undocumented, undocumented
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--train.stepz=3"], ["--train.steps"]),
+    (["--config=alfwrld"], ["Did you mean 'alfworld'", "alfworld_cpu"]),
+    (["--experience.mode=bogus"], ["comp_rl", "static_online"]),
+])
+def test_a_bad_command_line_is_one_error_and_status_2(args, words):
+    done = _run(*args)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    for word in words:
+        assert word in done.stderr
+
+
+def test_an_existing_run_is_refused_before_any_work(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.json").write_text("{}")
+    done = _run(f"--out_dir={out}", "--train.steps=1")
+    assert done.returncode == 2 and "--resume" in done.stderr and "Traceback" not in done.stderr
+    assert sorted(os.listdir(out)) == ["config.json"]  # nothing written, nothing trained
+    assert (out / "config.json").read_text() == "{}"
+
+
+def test_resume_of_nothing_is_refused(tmp_path):
+    done = _run(f"--out_dir={tmp_path / 'typo'}", "--resume")
+    assert done.returncode == 2 and "no run to resume" in done.stderr
+
+
+def test_print_config_shows_the_effective_run_directory(tmp_path):
+    done = _run("--config=minihack_room_cpu", f"--out_dir={tmp_path}", "--train.steps=3",
+                "--experience.search_and_ask=true", "--print_config")
+    assert done.returncode == 0, done.stderr
+    flat = dict(re.match(r"(\S+)\s+= (.*)", line).groups() for line in done.stdout.splitlines())
+    assert flat["train.out_dir"] == repr(str(tmp_path))
+    assert flat["train.steps"] == "3" and flat["experience.search_and_ask"] == "True"
+    assert flat["name"] == "'minihack_room_cpu'"
+
+
+def test_run_dir_records_the_config_and_guards_resume(tmp_path):
+    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"),
+                                    [f"train.out_dir={tmp_path}"])
+    path = prepare_run_dir(cfg, str(tmp_path))
+    assert json.load(open(path))["train"]["out_dir"] == str(tmp_path)
+    with pytest.raises(RunDirError, match="already holds a run"):
+        prepare_run_dir(cfg, str(tmp_path))
+    assert prepare_run_dir(cfg, str(tmp_path), resume=True) == path  # same settings: fine
+    changed = config_io.apply_overrides(cfg, ["train.steps=7", "actor_optim.lr=0.1"])
+    with pytest.raises(RunDirError) as err:
+        prepare_run_dir(changed, str(tmp_path), resume=True)
+    assert "actor_optim.lr: 0.0005 -> 0.1" in str(err.value) and "train.steps: 20 -> 7" in str(err.value)
+    prepare_run_dir(changed, str(tmp_path), resume=True, accept_changed_config=True)
+    assert config_io.load_config_json(RunConfig, path).train.steps == 7
+
+
+def test_resume_reads_the_saved_config(tmp_path):
+    """With --resume the command line changes the saved run's settings, not the
+    preset's: a run started with overrides resumes without repeating them."""
+    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"),
+                                    [f"train.out_dir={tmp_path}", "train.steps=3"])
+    prepare_run_dir(cfg, str(tmp_path))
+    done = _run(f"--out_dir={tmp_path}", "--resume", "--print_config")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^train\.steps\s+= 3$", done.stdout, re.M)
