@@ -227,3 +227,40 @@ def materialise(record: GameRecord, root: str | Path) -> Path:
     (folder / "traj_data.json").write_text(
         json.dumps({"task_type": record.task_type, "pddl_params": record.params}))
     return game_path
+
+
+def write_pack(records, split: str, pack_dir: str | Path) -> Path:
+    """Writes records as ``<pack_dir>/games-<split>.jsonl.gz`` (the pack
+    format `iter_pack` reads), sorted by id, through a temporary file."""
+    path = pack_path(split, pack_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+        for record in sorted(records, key=lambda r: r.id):
+            f.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m crl_jax.envs.alfworld_data --out DIR``: the pack of every
+    split from ALFWorld's own download ($ALFWORLD_DATA, as alfworld-download
+    leaves it); point $CRL_ALFWORLD_PACK at DIR to use it."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--out", required=True, help="folder for games-<split>.jsonl.gz")
+    parser.add_argument("--data", default=None, help="ALFWorld data root (default $ALFWORLD_DATA)")
+    args = parser.parse_args(argv)
+    root = args.data or data_root()
+    if root is None:
+        parser.error("set $ALFWORLD_DATA (or --data) to the folder holding json_2.1.1/")
+    for split in SPLITS:
+        records = list(iter_data_dir(split, root))
+        path = write_pack(records, split, args.out)
+        print(f"{split}: {len(records)} games -> {path} (expected {SPLIT_SIZES[split]})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -133,7 +133,9 @@ def run_training(cfg, out_dir: str | None = None, resume: bool = False,
     elif ckpt.latest_step() is not None:
         raise FileExistsError(f"{run.out_dir} already holds checkpoints: resume that run, "
                               f"or choose another run directory")
-    writer = MetricsWriter(run.out_dir, purge_after=state.step)
+    # Rows of steps this run will redo go; from step 0 that includes the
+    # warm start's evaluation (a resume before the first checkpoint).
+    writer = MetricsWriter(run.out_dir, purge_after=state.step if state.step else -1)
     evaluate = Evaluator(run)
     extractor = (ExtractorTraining(run, state.step)
                  if run.extractor is not None and cfg.experience.mode in ("comp_rl", "exp_only")

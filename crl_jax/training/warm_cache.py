@@ -3,14 +3,15 @@
 Every arm of a comparison (baseline, Comp. RL, ablations) should start from
 the same warm-started actor, and the warm start is the slowest part of a
 short CPU run; with ``warm_start.cache_dir`` set, the first run of a setting
-stores its tokenizer and weights under a key of everything that shapes them
-(model specs, environment, prompt rendering, warm-start settings, seed), and
-later runs with the same key load them instead of training again.
+stores its tokenizer and weights under a key, the hash of everything that
+shapes them (`WarmStartInputs`), and later runs with the same key load them
+instead of training again (`python experiments/warm_start.py --config=NAME`
+builds one ahead of a run).
 
-    <cache_dir>/<key>/tokenizer/...       the environment tokenizer
-    <cache_dir>/<key>/actor.npz           parameter leaves in tree order
-    <cache_dir>/<key>/extractor.npz       (when an extractor was trained)
-    <cache_dir>/<key>/losses.json         the warm-start loss curves
+    <cache_dir>/<key>/tokenizer/...             the environment tokenizer
+    <cache_dir>/<key>/actor.safetensors         parameters as named tensors
+    <cache_dir>/<key>/extractor.safetensors     (when an extractor was trained)
+    <cache_dir>/<key>/losses.json               the warm-start loss curves
 
 Entries are written to a temporary directory and renamed, so a crash never
 leaves a half-written entry behind.
@@ -24,40 +25,99 @@ import os
 import shutil
 import tempfile
 
+import re
+
 import jax
 import numpy as np
+import safetensors.numpy
 
+from crl_jax.training.config import ModelSpec, RunConfig, WarmStartSpec
 from crl_jax.training.config_io import config_to_dict
 
-
-# Settings added after keys were in use, per config section, with their
-# defaults: at the default they stay out of the key, so earlier cache entries
-# still match. Evaluation settings and the cache's own place never shape it.
-_ADDED_LATER = {"env": {"seeded_clock": False},
-                "warm_start": {"ask_fraction": 0.0, "split_digits": False}}
-_NOT_SHAPING = {"env": ("num_eval_tasks", "eval_split"), "warm_start": ("cache_dir",)}
+WEIGHTS_SUFFIX = ".safetensors"
 
 
-def _shaping(section: str, spec) -> dict:
-    """The settings of one config section that shape the warm start."""
-    later = _ADDED_LATER.get(section, {})
+@dataclasses.dataclass(frozen=True)
+class WarmStartInputs:
+    """Everything that determines a warm start, and nothing else: the models'
+    shapes, the games the expert demonstrates (pool, length cap, action
+    parser), how a demonstration is rendered into prompts, and the warm
+    start's own settings. RL settings, evaluation settings and the experience
+    mode are not here: every arm of a comparison shares one warm start."""
+
+    name: str
+    actor: ModelSpec
+    extractor: ModelSpec
+    env_names: tuple[str, ...]
+    train_split: str
+    num_generated: int
+    task_types: tuple[str, ...]
+    room_size: str
+    lenient_actions: bool
+    seeded_clock: bool
+    demo_turns: int  # the expert's turn cap (env.max_episode_steps or rollout.max_turns)
+    prompt_format: str
+    history: int
+    list_actions: str
+    obs_chars: int
+    show_first_observation: bool
+    warm_start: WarmStartSpec  # its cache_dir (a place, not a setting) blanked
+
+
+KEY_SCHEME = "ws6"  # bump when the warm-start code changes what the same inputs give
+
+
+def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
+    e, r = cfg.env, cfg.rollout
+    return WarmStartInputs(
+        name=cfg.name, actor=cfg.actor, extractor=cfg.extractor, env_names=e.names,
+        train_split=e.train_split, num_generated=e.num_generated, task_types=e.task_types,
+        room_size=e.room_size, lenient_actions=e.lenient_actions, seeded_clock=e.seeded_clock,
+        demo_turns=e.max_episode_steps or r.max_turns, prompt_format=r.format,
+        history=r.history, list_actions=r.list_actions, obs_chars=r.obs_chars,
+        show_first_observation=r.show_first_observation,
+        warm_start=dataclasses.replace(cfg.warm_start, cache_dir=""))
+
+
+def warm_start_key(cfg: RunConfig) -> str:
+    """<preset>-ws6-<hash of WarmStartInputs>: runs with the same inputs share the entry."""
+    blob = json.dumps(dataclasses.asdict(warm_start_inputs(cfg)), sort_keys=True).encode()
+    return f"{cfg.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
+
+
+# --- the key of runs recorded before WarmStartInputs (figure records) --------
+# Those records hold a key of the older scheme, "<preset>-<hash>": the figure
+# machinery checks a record against today's settings in the record's own
+# scheme, so a record stays current until a setting it was made with changes.
+_LEGACY_ADDED_LATER = {"env": {"seeded_clock": False},
+                       "warm_start": {"ask_fraction": 0.0, "split_digits": False}}
+_LEGACY_NOT_SHAPING = {"env": ("num_eval_tasks", "eval_split"), "warm_start": ("cache_dir",)}
+
+
+def _legacy_shaping(section: str, spec) -> dict:
+    later = _LEGACY_ADDED_LATER.get(section, {})
     return {k: v for k, v in config_to_dict(spec).items()
-            if k not in _NOT_SHAPING.get(section, ()) and not (k in later and v == later[k])}
+            if k not in _LEGACY_NOT_SHAPING.get(section, ()) and not (k in later and v == later[k])}
 
 
-def warm_start_key(cfg) -> str:
-    """A hash of the config parts that determine the warm start (not the RL
-    settings, not the experience mode: all arms share one warm start)."""
+def legacy_warm_start_key(cfg: RunConfig) -> str:
+    """The key scheme of records made before WarmStartInputs (version 5)."""
     r = cfg.rollout
     parts = {
         "actor": config_to_dict(cfg.actor), "extractor": config_to_dict(cfg.extractor),
-        "env": _shaping("env", cfg.env),
+        "env": _legacy_shaping("env", cfg.env),
         "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
-        "warm_start": _shaping("warm_start", cfg.warm_start),
-        "version": 5,  # bump when the warm-start data changes (warm_start.seed is in its dict)
+        "warm_start": _legacy_shaping("warm_start", cfg.warm_start), "version": 5,
     }
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return f"{cfg.name}-{hashlib.sha256(blob).hexdigest()[:16]}"
+
+
+def key_in_scheme_of(recorded: str, cfg: RunConfig) -> str:
+    """Today's key for ``cfg`` in the scheme ``recorded`` was made with."""
+    if re.fullmatch(r".+-[0-9a-f]{16}", recorded) and f"-{KEY_SCHEME}-" not in recorded:
+        return legacy_warm_start_key(cfg)
+    return warm_start_key(cfg)
 
 
 RECORD = "warm_start.json"  # in a run directory: the cache key it started from
@@ -78,9 +138,22 @@ def recorded_warm_start(run_dir: str) -> str | None:
         return json.load(f).get("key")
 
 
-def _save_leaves(params, path: str) -> None:
-    leaves = [np.asarray(x) for x in jax.tree.leaves(params)]
-    np.savez(path, **{str(i): x for i, x in enumerate(leaves)})
+def _named(params) -> dict[str, np.ndarray]:
+    """The parameter tree as {path: array}, e.g. "layers/0/attn/q_proj/kernel/value"."""
+    flat, _ = jax.tree_util.tree_flatten_with_path(params)
+    return {"/".join(_key_name(k) for k in path): np.asarray(x) for path, x in flat}
+
+
+def _key_name(key) -> str:
+    for attr in ("key", "name", "idx"):
+        if hasattr(key, attr):
+            return str(getattr(key, attr))
+    return str(key)
+
+
+def save_params(params, path: str) -> None:
+    """Parameters as named tensors (safetensors)."""
+    safetensors.numpy.save_file(_named(params), path)
 
 
 def _write_json(obj, path: str) -> None:
@@ -100,16 +173,21 @@ def _replace_file(folder: str, name: str, write) -> None:
             os.remove(tmp)
 
 
-def load_leaves(like, path: str):
-    """The stored leaves, in the tree structure (and shardings) of ``like``."""
-    with np.load(path) as data:
-        leaves = [data[str(i)] for i in range(len(data.files))]
-    ref, treedef = jax.tree.flatten(like)
-    if len(leaves) != len(ref) or any(a.shape != b.shape for a, b in zip(leaves, ref)):
-        raise ValueError(f"warm-start cache entry {path} does not match the model "
-                         f"({len(leaves)} stored leaves vs {len(ref)})")
-    placed = [jax.device_put(x.astype(r.dtype), r.sharding) for x, r in zip(leaves, ref)]
-    return jax.tree.unflatten(treedef, placed)
+def load_params(like, path: str):
+    """The stored parameters, by name, in the tree structure, dtypes and
+    shardings of ``like``; a missing, extra or misshapen tensor is an error
+    (never a silent mix-up of two tensors of one shape)."""
+    stored = safetensors.numpy.load_file(path)
+    flat, treedef = jax.tree_util.tree_flatten_with_path(like)
+    names = ["/".join(_key_name(k) for k in p) for p, _ in flat]
+    missing, extra = sorted(set(names) - set(stored)), sorted(set(stored) - set(names))
+    bad = [n for n, (_, ref) in zip(names, flat) if n in stored and stored[n].shape != ref.shape]
+    if missing or extra or bad:
+        raise ValueError(f"warm-start cache entry {path} does not match the model: missing "
+                         f"{missing[:3]}, unexpected {extra[:3]}, other shapes {bad[:3]}")
+    placed = [jax.device_put(stored[n].astype(ref.dtype), ref.sharding)
+              for n, (_, ref) in zip(names, flat)]
+    return jax.tree_util.tree_unflatten(treedef, placed)
 
 
 @dataclasses.dataclass
@@ -122,7 +200,10 @@ class WarmStartCache:
         return os.path.join(self.root, self.key)
 
     def has(self, name: str) -> bool:
-        return os.path.exists(os.path.join(self.path, f"{name}.npz"))
+        return os.path.exists(self.weights(name))
+
+    def weights(self, name: str) -> str:
+        return os.path.join(self.path, f"{name}{WEIGHTS_SUFFIX}")
 
     def tokenizer_dir(self) -> str | None:
         d = os.path.join(self.path, "tokenizer")
@@ -144,14 +225,15 @@ class WarmStartCache:
         merged = {**self.losses(), **{k: [float(x) for x in v] for k, v in losses.items()}}
         if os.path.isdir(self.path):
             for name, params in weights.items():
-                _replace_file(self.path, f"{name}.npz", lambda p, w=params: _save_leaves(w, p))
+                _replace_file(self.path, f"{name}{WEIGHTS_SUFFIX}",
+                              lambda p, w=params: save_params(w, p))
             _replace_file(self.path, "losses.json", lambda p: _write_json(merged, p))
             return
         tmp = tempfile.mkdtemp(prefix=f".{self.key}.", dir=self.root)
         try:
             shutil.copytree(tokenizer_dir, os.path.join(tmp, "tokenizer"))
             for name, params in weights.items():
-                _save_leaves(params, os.path.join(tmp, f"{name}.npz"))
+                save_params(params, os.path.join(tmp, f"{name}{WEIGHTS_SUFFIX}"))
             _write_json(merged, os.path.join(tmp, "losses.json"))
             try:
                 os.replace(tmp, self.path)

@@ -14,7 +14,7 @@ import numpy as np
 from crl_jax.rl.learner import Learner
 from crl_jax.training import setup, warmstart
 from crl_jax.training.config import RunConfig
-from crl_jax.training.warm_cache import WarmStartCache, load_leaves
+from crl_jax.training.warm_cache import WarmStartCache, load_params
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +84,13 @@ def warm_start_models(cfg: RunConfig, demos, actor: Learner, extractor: Learner 
         return {}
     losses: dict[str, list] = {}
     if cache and cache.has("actor"):
-        actor.params = load_leaves(actor.params, os.path.join(cache.path, "actor.npz"))
+        actor.params = load_params(actor.params, cache.weights("actor"))
     else:
         losses["actor"] = _train_actor(cfg, demos, actor, tok, out_dir, cache)
         _publish(cache, out_dir, "actor", actor, losses["actor"])
     if extractor is not None and not cfg.extractor.checkpoint:
         if cache and cache.has("extractor"):
-            extractor.params = load_leaves(extractor.params,
-                                           os.path.join(cache.path, "extractor.npz"))
+            extractor.params = load_params(extractor.params, cache.weights("extractor"))
         else:
             losses["extractor"] = _train_extractor(cfg, demos, extractor, ext_tok, out_dir, cache)
             _publish(cache, out_dir, "extractor", extractor, losses["extractor"])

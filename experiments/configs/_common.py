@@ -12,6 +12,7 @@ from kernels.policy_losses import PolicyLossConfig
 # Paper-scale checkpoints are local Hugging Face directories under this root
 # (override any path on the command line: actor.checkpoint=/path/to/dir).
 CHECKPOINTS = os.environ.get("CRL_CHECKPOINTS", "/data/checkpoints")
+WARM_CACHE = "runs/warm_start_cache"  # relative to where run.py runs, like train.out_dir
 
 def _env(envs: tuple, env_kw: dict) -> EnvSpec:
     """The presets' environments. MiniHack games take NetHack's moon phase,
@@ -49,9 +50,10 @@ def cpu_config(name: str, envs: tuple, *, max_turns: int, obs_chars: int = 240,
                                   bank=ExperienceConfig(train_batch_size=32, workers=2,
                                                         consolidation_context=1)),
         advantages=AdvantageSpec(mode="split", normalize_std=True, failure_reward=failure_reward),
+        # Runs of one warm-start setting share it (experiments/warm_start.py builds one ahead).
         warm_start=warm_start or WarmStartSpec(demos=demos, actor_steps=300, actor_lr=3e-3,
                                                extractor_steps=60, extractor_lr=3e-3, batch=32,
-                                               vocab_size=1024),
+                                               vocab_size=1024, cache_dir=WARM_CACHE),
         train=TrainSpec(steps=steps, tasks_per_step=tasks_per_step, group_size=4, eval_every=10,
                         checkpoint_every=10, seed=0, out_dir=f"runs/{name}"),
     )

@@ -16,7 +16,7 @@ software engineering. That is the point of a CPU demo; the `swe` preset is
 the real setting.
 """
 from crl_jax.training.config import WarmStartSpec
-from experiments.configs._common import cpu_config
+from experiments.configs._common import WARM_CACHE, cpu_config
 
 
 def get_config():
@@ -26,4 +26,4 @@ def get_config():
                       num_eval_tasks=16,
                       warm_start=WarmStartSpec(demos=64, actor_steps=120, actor_lr=3e-3,
                                                extractor_steps=40, extractor_lr=3e-3, batch=16,
-                                               vocab_size=1024))
+                                               vocab_size=1024, cache_dir=WARM_CACHE))

@@ -94,12 +94,16 @@ class Arm:
         it computes."""
         cmd = [sys.executable, RUN_SCRIPT, f"--config={self.preset}", f"--out_dir={out_dir}"]
         if resume:
-            cmd.append("--resume")
+            # The run was set aside if its settings differ from the arm's
+            # (stale_settings); what may still differ is bookkeeping
+            # (BOOKKEEPING_KEYS: the cache's place, how often it saves).
+            cmd += ["--resume", "--accept_changed_config"]
         cache = [f"warm_start.cache_dir={warm_cache}"] if warm_cache else []
         if checkpoint_every < 0:
             raise ValueError(f"checkpoint_every={checkpoint_every} must be >= 0 (0: the preset's)")
         saves = [f"train.checkpoint_every={checkpoint_every}"] if checkpoint_every else []
-        return cmd + list(self.overrides) + cache + saves + [f"train.seed={self.seed}"]
+        overrides = list(self.overrides) + cache + saves + [f"train.seed={self.seed}"]
+        return cmd + [f"--{item}" for item in overrides]
 
     def with_label(self, label: str) -> "Arm":
         return dataclasses.replace(self, label=label)
@@ -182,14 +186,15 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
         return []
     from crl_jax.training.config_io import flatten_config, load_config_json
     from crl_jax.training.config import RunConfig
-    from crl_jax.training.warm_cache import recorded_warm_start, warm_start_key
+    from crl_jax.training.warm_cache import key_in_scheme_of, recorded_warm_start
     cfg = arm_config(arm)
     now = flatten_config(cfg)
     try:
         then = flatten_config(load_config_json(RunConfig, path))
     except (ValueError, TypeError, KeyError) as err:
         return [f"config.json no longer loads ({err})"]
-    key_then, key_now = recorded_warm_start(directory), warm_start_key(cfg)
+    key_then = recorded_warm_start(directory)
+    key_now = key_in_scheme_of(key_then, cfg) if key_then else None
     warm = ([f"warm start: {key_then} -> {key_now}"]
             if key_then is not None and key_then != key_now else [])
     return warm + [f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(then))
@@ -267,7 +272,8 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
             warm_cache: str | None = None, checkpoint_every: int = 0) -> ArmResult:
     """Runs one arm in a subprocess unless its run directory already holds a
     finished metrics.jsonl. An unfinished run with a checkpoint is resumed
-    (--resume); one without a checkpoint starts again with fresh metrics. A
+    (--resume), and so is one that died before its first checkpoint (from step 0);
+    one that never started starts afresh. A
     run made with other settings than the arm's today is set aside first.
     Warm starts are shared through <root>/warm_start_cache unless
     ``warm_cache`` says otherwise ("" = none). Output goes to <run dir>/run.log;
@@ -278,7 +284,9 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
     if skipped:
         return skipped
     os.makedirs(out, exist_ok=True)
-    resume = has_checkpoint(out)
+    # A run that started here (config.json) is resumed: from its checkpoint,
+    # or before its first one from step 0 with its warm start's progress.
+    resume = has_checkpoint(out) or os.path.exists(os.path.join(out, "config.json"))
     if not resume and os.path.exists(os.path.join(out, METRICS)):
         os.remove(os.path.join(out, METRICS))  # rows of a run that died before its first checkpoint
     if warm_cache is None:

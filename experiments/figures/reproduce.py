@@ -34,6 +34,7 @@ from absl import app, flags  # noqa: E402
 from experiments.figures import common, settings  # noqa: E402
 from experiments.figures.publish import (draft_dir, draw_and_publish, place, run_states,  # noqa: E402
                                          status_lines)
+from experiments.figures import readme_block  # noqa: E402
 from experiments.figures.results_doc import write_results  # noqa: E402
 from experiments.figures.sweep import run_arms  # noqa: E402
 
@@ -146,6 +147,8 @@ def main(argv):
     drawn = [a for a in every_arm if a.run_name in {n for r in reports for n in r["drawn"]}]
     write_results(results, reports, FLAGS.budget, cmd, wall,
                   sum(v for v in common.wall_times(drawn, root).values() if v == v))
+    if os.path.abspath(results) == readme_block.RESULTS_MD:
+        readme_block.update_readme()  # the README's numbers come from the same records
     kept = [r["name"] for r in reports if r.get("kept")]
     print(f"wrote {results} ({len(reports) - len(kept)} figures drawn"
           + (f", {len(kept)} kept as committed: {', '.join(kept)}" if kept else "")

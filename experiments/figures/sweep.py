@@ -38,7 +38,9 @@ def warm_start_need(arm: Arm) -> tuple[str, tuple[str, ...]]:
 
 
 def warm_cached(cache_dir: str, key: str, names: Sequence[str]) -> bool:
-    return all(os.path.exists(os.path.join(cache_dir, key, f"{n}.npz")) for n in names)
+    from crl_jax.training.warm_cache import WEIGHTS_SUFFIX
+
+    return all(os.path.exists(os.path.join(cache_dir, key, f"{n}{WEIGHTS_SUFFIX}")) for n in names)
 
 
 class _Progress:

@@ -9,8 +9,9 @@ from crl_jax.envs.alfworld_real import real_engine_available
 from tests.envs.alfworld_minigame import RECORD
 
 needs_pack = pytest.mark.skipif(not data.pack_available("valid_unseen"),
-                                reason=f"ALFWorld pack not found at {data.default_pack_dir()} "
-                                       "(set $CRL_ALFWORLD_PACK)")
+                                reason=f"ALFWorld pack not found at {data.default_pack_dir()}: "
+                                       "build one from ALFWorld's download and set "
+                                       "$CRL_ALFWORLD_PACK (BUILD.md, Data)")
 needs_alfworld = pytest.mark.skipif(not real_engine_available(),
                                     reason="alfworld==0.4.2 not installed (its domain and grammar "
                                            "files are needed to build game files)")
@@ -75,3 +76,9 @@ def test_materialise_then_read_standard_layout(tmp_path, monkeypatch):
     assert tuple(data.iter_data_dir("valid_seen")) == tuple(records)
     monkeypatch.setenv("CRL_ALFWORLD_PACK", str(tmp_path / "nowhere"))
     assert data.load_games("valid_seen") == tuple(records)
+    # The pack built from that download holds the same games.
+    for split in ("train", "valid_unseen"):
+        (tmp_path / "json_2.1.1" / split).mkdir(parents=True)
+    assert data.main(["--out", str(tmp_path / "pack")]) == 0
+    assert data.load_pack("valid_seen", tmp_path / "pack") == tuple(records)
+    assert data.load_pack("train", tmp_path / "pack") == ()

@@ -41,8 +41,9 @@ def teardown_module():
 needs_real = pytest.mark.skipif(not real_engine_available(),
                                 reason=f"real ALFWorld engine not installed: {INSTALL_HINT}")
 needs_pack = pytest.mark.skipif(not data.pack_available("valid_unseen"),
-                                reason=f"ALFWorld pack not found at {data.default_pack_dir()} "
-                                       "(set $CRL_ALFWORLD_PACK)")
+                                reason=f"ALFWorld pack not found at {data.default_pack_dir()}: "
+                                       "build one from ALFWorld's download and set "
+                                       "$CRL_ALFWORLD_PACK (BUILD.md, Data)")
 
 
 def _two_per_task_type(split="valid_unseen"):

@@ -11,8 +11,9 @@ from crl_jax.envs.alfworld_generator import SENTENCES, generate_game, generate_g
 from crl_jax.envs.alfworld_subtasks import SUBTASKS, SubtaskTracker
 
 needs_pack = pytest.mark.skipif(not data.pack_available("valid_unseen"),
-                                reason=f"ALFWorld pack not found at {data.default_pack_dir()} "
-                                       "(set $CRL_ALFWORLD_PACK)")
+                                reason=f"ALFWorld pack not found at {data.default_pack_dir()}: "
+                                       "build one from ALFWorld's download and set "
+                                       "$CRL_ALFWORLD_PACK (BUILD.md, Data)")
 
 
 def play_expert(env, index, max_steps=50):

@@ -149,8 +149,8 @@ def test_run_arm_skips_finished_resumes_checkpointed_restarts_others(tmp_path):
     runner = FakeRunner(3)
     res = common.run_arm(arm, root, runner=runner)
     assert res.status == "done" and "--resume" not in runner.calls[0]
-    assert runner.calls[0][-1] == "train.seed=0" and "--config=alfworld_cpu" in runner.calls[0]
-    cache = f"warm_start.cache_dir={os.path.join(root, 'warm_start_cache')}"
+    assert runner.calls[0][-1] == "--train.seed=0" and "--config=alfworld_cpu" in runner.calls[0]
+    cache = f"--warm_start.cache_dir={os.path.join(root, 'warm_start_cache')}"
     assert cache in runner.calls[0]
     assert common.run_arm(arm, root, runner=runner).status == "skipped"
     assert len(runner.calls) == 1
@@ -165,7 +165,7 @@ def test_run_arm_skips_finished_resumes_checkpointed_restarts_others(tmp_path):
     assert record["finished"] is False and record["attempts"][0]["resumed"] is True
     frequent = FakeRunner(4)  # --checkpoint_every: a flag of the command, not of the run name
     assert common.run_arm(arm2, root, runner=frequent, checkpoint_every=2).status == "done"
-    assert "train.checkpoint_every=2" in frequent.calls[0] and "--resume" in frequent.calls[0]
+    assert "--train.checkpoint_every=2" in frequent.calls[0] and "--resume" in frequent.calls[0]
     with pytest.raises(ValueError, match="checkpoint_every=-1"):
         arm2.command(out2, checkpoint_every=-1)
     record = common.load_record(arm2, root)

@@ -51,7 +51,7 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
         if fresh:
             os.makedirs(os.path.join(cache, key), exist_ok=True)
             for n in names:
-                open(os.path.join(cache, key, f"{n}.npz"), "w").close()
+                open(os.path.join(cache, key, f"{n}.safetensors"), "w").close()
             with lock:
                 state["building"].discard(key)
         write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
@@ -95,7 +95,7 @@ def test_arm_waiting_for_a_warm_start_starts_once_it_is_cached(tmp_path):
         if not sweep.warm_cached(cache, key, names):
             os.makedirs(os.path.join(cache, key), exist_ok=True)
             for n in names:  # the warm start is stored early; RL takes the rest
-                open(os.path.join(cache, key, f"{n}.npz"), "w").close()
+                open(os.path.join(cache, key, f"{n}.safetensors"), "w").close()
             _time.sleep(1.5)
         write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
         with lock:
@@ -165,7 +165,7 @@ def test_experience_arm_trains_the_extractor_beside_a_baseline_that_built_the_ac
         _time.sleep(0.3 if arm.label == "base" else 0.8)
         os.makedirs(os.path.join(cache, key), exist_ok=True)
         for n in todo:
-            open(os.path.join(cache, key, f"{n}.npz"), "w").close()
+            open(os.path.join(cache, key, f"{n}.safetensors"), "w").close()
         _time.sleep(1.0)
         write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
         with lock:
@@ -198,7 +198,7 @@ def test_arm_order_holds_when_a_warm_start_lands_in_the_middle_of_a_pass(tmp_pat
         if tuple(names) == ("actor",) and actor_trained.is_set() and not real_cached(
                 cache_dir, key, names):
             os.makedirs(os.path.join(cache_dir, key), exist_ok=True)
-            open(os.path.join(cache_dir, key, "actor.npz"), "w").close()
+            open(os.path.join(cache_dir, key, "actor.safetensors"), "w").close()
             return False  # this caller looked just before the file landed
         return real_cached(cache_dir, key, names)
 
@@ -213,7 +213,7 @@ def test_arm_order_holds_when_a_warm_start_lands_in_the_middle_of_a_pass(tmp_pat
         else:
             key, _ = sweep.warm_start_need(arm)
             os.makedirs(os.path.join(cache, key), exist_ok=True)
-            open(os.path.join(cache, key, "extractor.npz"), "w").close()
+            open(os.path.join(cache, key, "extractor.safetensors"), "w").close()
             _time.sleep(0.3)
         write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
         return subprocess.CompletedProcess(cmd, 0)

@@ -19,7 +19,7 @@ SMALL = ["train.steps=2", "train.tasks_per_step=2", "train.group_size=2", "train
          "rollout.max_turns=3", "env.num_eval_tasks=2", "env.num_generated=8",
          "experience.extractor_train_after=0", "experience.bank.train_batch_size=2",
          "experience.extractor_max_new_tokens=16", "experience.merge_every=1",
-         "actor_optim.micro_batch=8",
+         "actor_optim.micro_batch=8", "warm_start.cache_dir=",
          "extractor_optim.micro_batch=4"]
 
 

@@ -10,7 +10,9 @@ from crl_jax.training import setup
 from crl_jax.training.config_io import apply_overrides, load_preset
 from crl_jax.rl.learner import Learner
 from crl_jax.training.components import build_run
-from crl_jax.training.warm_cache import WarmStartCache, load_leaves, recorded_warm_start, warm_start_key
+from crl_jax.training.warm_cache import (WarmStartCache, WarmStartInputs, key_in_scheme_of,
+                                        load_params, recorded_warm_start, save_params,
+                                        warm_start_inputs, warm_start_key)
 from tests.trainer.test_runs import SMALL
 
 
@@ -29,7 +31,7 @@ def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatc
     first.close()
     key = warm_start_key(first.cfg)
     entry = tmp_path / "cache" / key
-    assert sorted(os.listdir(entry)) == ["actor.npz", "extractor.npz", "losses.json", "tokenizer"]
+    assert sorted(os.listdir(entry)) == ["actor.safetensors", "extractor.safetensors", "losses.json", "tokenizer"]
     assert len(first.warm_start_losses["actor"]) == 3
     assert recorded_warm_start(str(tmp_path / "a")) == key  # the run says where it started
 
@@ -58,14 +60,14 @@ def test_the_actor_is_in_the_cache_before_the_extractor_trains(tmp_path, monkeyp
     real, seen = setup.supervised_warm_start, {}
 
     def noting_the_cache(learner, samples, lr, steps, batch, pad_id, rng, label, *args, **kwargs):
-        seen[label] = sorted(p.name for p in entry.glob("*.npz")) if entry.exists() else []
+        seen[label] = sorted(p.name for p in entry.glob("*.safetensors")) if entry.exists() else []
         return real(learner, samples, lr, steps, batch, pad_id, rng, label, *args, **kwargs)
 
     monkeypatch.setattr(setup, "supervised_warm_start", noting_the_cache)
     run = build_run(cfg, str(tmp_path / "a"))
     run.close()
-    assert seen == {"actor": [], "extractor": ["actor.npz"]}
-    assert sorted(p.name for p in entry.glob("*.npz")) == ["actor.npz", "extractor.npz"]
+    assert seen == {"actor": [], "extractor": ["actor.safetensors"]}
+    assert sorted(p.name for p in entry.glob("*.safetensors")) == ["actor.safetensors", "extractor.safetensors"]
     assert sorted(run.warm_start_losses) == ["actor", "extractor"]  # both curves kept
     assert sorted(json.loads((entry / "losses.json").read_text())) == ["actor", "extractor"]
     assert not (tmp_path / "cache" / "in_progress" / warm_start_key(cfg)).exists()
@@ -85,10 +87,10 @@ def test_adding_to_an_entry_never_takes_it_away(tmp_path):
     inode = os.stat(cache.path).st_ino
     cache.store(str(tok), {"extractor": {"w": np.zeros(2)}}, {"extractor": [3.0]})
     assert os.stat(cache.path).st_ino == inode  # the same folder, never renamed away
-    assert sorted(os.listdir(cache.path)) == ["actor.npz", "extractor.npz", "losses.json", "tokenizer"]
+    assert sorted(os.listdir(cache.path)) == ["actor.safetensors", "extractor.safetensors", "losses.json", "tokenizer"]
     assert cache.losses() == {"actor": [2.0, 1.0], "extractor": [3.0]}
     like = {"w": jax.numpy.zeros(3)}
-    np.testing.assert_array_equal(load_leaves(like, os.path.join(cache.path, "actor.npz"))["w"], 1)
+    np.testing.assert_array_equal(load_params(like, cache.weights("actor"))["w"], 1)
 
 
 def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
@@ -107,6 +109,8 @@ def test_key_changes_with_what_shapes_the_warm_start(tmp_path):
     assert warm_start_key(_cfg(tmp_path, "warm_start.split_digits=false")) == base
     assert warm_start_key(_cfg(tmp_path, "warm_start.split_digits=true")) != base  # other tokenizer
     assert warm_start_key(_cfg(tmp_path, "env.seeded_clock=true")) != base  # other expert games
+    assert warm_start_key(_cfg(tmp_path, "rollout.max_turns=12")) != base  # shorter demos
+    assert warm_start_key(_cfg(tmp_path, "env.lenient_actions=false")) != base  # other parser
     with pytest.raises(ValueError, match="ask_fraction must be in"):
         _cfg(tmp_path, "warm_start.ask_fraction=1.5")
 
@@ -161,4 +165,59 @@ def test_a_killed_warm_start_continues_where_it_stopped(tmp_path, monkeypatch):
     assert again.warm_start_losses["actor"] == pytest.approx(ref.warm_start_losses["actor"],
                                                              rel=1e-6)
     assert not progress.parent.exists()  # stored in the cache, progress removed
-    assert (tmp_path / "cache" / warm_start_key(cfg) / "actor.npz").exists()
+    assert (tmp_path / "cache" / warm_start_key(cfg) / "actor.safetensors").exists()
+
+
+def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
+    """Each field of WarmStartInputs, changed alone, changes the key."""
+    cfg = _cfg(tmp_path)
+    inputs = warm_start_inputs(cfg)
+    base = warm_start_key(cfg)
+    import dataclasses
+    import hashlib
+    import json
+
+    def key_of(changed):
+        blob = json.dumps(dataclasses.asdict(changed), sort_keys=True).encode()
+        return f"{changed.name}-ws6-{hashlib.sha256(blob).hexdigest()[:16]}"
+
+    assert key_of(inputs) == base
+    for field in dataclasses.fields(WarmStartInputs):
+        value = getattr(inputs, field.name)
+        if dataclasses.is_dataclass(value):
+            first = dataclasses.fields(value)[0]
+            old = getattr(value, first.name)
+            new = dataclasses.replace(value, **{first.name: old + 1 if isinstance(old, int)
+                                                else f"{old}x"})
+        elif isinstance(value, bool):
+            new = not value
+        elif isinstance(value, (int, str)):
+            new = value + 1 if isinstance(value, int) else f"{value}x"
+        else:
+            new = tuple(value) + ("x",)
+        assert key_of(dataclasses.replace(inputs, **{field.name: new})) != base, field.name
+
+
+def test_named_tensors_load_by_name_and_refuse_a_mismatch(tmp_path):
+    path = str(tmp_path / "w.safetensors")
+    save_params({"a": np.arange(3.0), "b": np.zeros(3)}, path)
+    got = load_params({"b": jax.numpy.ones(3), "a": jax.numpy.ones(3)}, path)  # other order
+    np.testing.assert_array_equal(got["a"], np.arange(3.0))
+    np.testing.assert_array_equal(got["b"], 0)
+    with pytest.raises(ValueError, match="missing.*'c'"):  # same shapes, other names
+        load_params({"a": jax.numpy.ones(3), "c": jax.numpy.ones(3)}, path)
+    with pytest.raises(ValueError, match="other shapes"):
+        load_params({"a": jax.numpy.ones(4), "b": jax.numpy.ones(3)}, path)
+
+
+def test_committed_records_keep_their_warm_start_key():
+    """Figure records made under the older key scheme are checked in that
+    scheme: today's settings give the very key each record holds."""
+    from experiments.figures import common
+    root = os.path.join(os.path.dirname(common.__file__), "runs")
+    arm = common.Arm("baseline", "alfworld_cpu", ("experience.mode=none",), 0)
+    recorded = recorded_warm_start(common.run_dir(arm, root))
+    assert recorded and "-ws6-" not in recorded
+    assert key_in_scheme_of(recorded, common.arm_config(arm)) == recorded
+    assert key_in_scheme_of(warm_start_key(common.arm_config(arm)),
+                            common.arm_config(arm)) == warm_start_key(common.arm_config(arm))

@@ -115,3 +115,24 @@ def test_resume_reads_the_saved_config(tmp_path):
     done = _run(f"--out_dir={tmp_path}", "--resume", "--print_config")
     assert done.returncode == 0, done.stderr
     assert re.search(r"^train\.steps\s+= 3$", done.stdout, re.M)
+
+
+def test_warm_start_stage_builds_the_entry_a_run_then_loads(tmp_path):
+    from crl_jax.training.warm_cache import warm_start_key
+
+    tiny = [f"--warm_start.cache_dir={tmp_path}", "--warm_start.demos=4",
+            "--warm_start.actor_steps=2", "--warm_start.extractor_steps=1", "--warm_start.batch=4",
+            "--warm_start.vocab_size=400", "--rollout.max_turns=3", "--env.num_generated=4"]
+    stage = os.path.join(ROOT, "experiments", "warm_start.py")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, stage, *tiny], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"), tiny)
+    entry = tmp_path / warm_start_key(cfg)
+    assert f"warm start cached: {entry}" in done.stdout
+    assert sorted(os.listdir(entry)) == ["actor.safetensors", "extractor.safetensors",
+                                         "losses.json", "tokenizer"]
+    again = subprocess.run([sys.executable, stage, *tiny], capture_output=True, text=True,
+                           env=env, cwd=ROOT, timeout=600)
+    assert again.returncode == 0 and "already cached" in again.stdout
