@@ -2,10 +2,10 @@
 trajectories, against the entries it was taught to write (see
 crl_jax/diagnostics/entry_quality.py):
 
-    python experiments/extractor_quality.py --config=alfworld_cpu [--games=48] [a.b=value ...]
+    python experiments/extractor_quality.py --config=alfworld_cpu [--games=48] [--section.key=value ...]
 
-It builds the run as experiments/run.py would (warm start included; set
-warm_start.cache_dir to reuse one) and prints one line per environment.
+It builds the run as experiments/run.py would (warm start included; the
+preset's warm_start.cache_dir is reused) and prints one line per environment.
 """
 from __future__ import annotations
 
@@ -15,27 +15,23 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags  # noqa: E402
-
-from experiments.warm_start_probe import FLAGS, built_run, write_report  # noqa: E402
-
-flags.DEFINE_integer("max_new_tokens", 96, "length cap of an answer")
+from experiments.warm_start_probe import built_run, parse, write_report  # noqa: E402
 
 
-def _needs_extractor(cfg) -> None:
-    if cfg.experience.mode == "none":
-        raise app.UsageError("experience.mode=none builds no extractor")
+def _needs_extractor(cfg) -> str | None:
+    return "experience.mode=none builds no extractor" if cfg.experience.mode == "none" else None
 
 
-def main(argv):
+def main(argv=None) -> int:
+    command = parse(__doc__, argv)
     from crl_jax.diagnostics.entry_quality import entry_quality
     from crl_jax.training.warmstart import collect_demos
     from models.sampling_ops import strip_stop_tokens
 
-    with built_run(argv, "extractor_quality_", _needs_extractor) as run:
+    with built_run(command.cfg, "extractor_quality_", _needs_extractor) as run:
         tok, sampler = run.ext_tokenizer, run.agent.sampler
         greedy = dataclasses.replace(run.agent.sampling, temperature=0.0,
-                                     max_new_tokens=FLAGS.max_new_tokens)
+                                     max_new_tokens=command.max_new_tokens)
 
         def answer(texts):
             out = []
@@ -46,15 +42,16 @@ def main(argv):
 
         report = {}
         for src in run.eval_sources:
-            demos = collect_demos(src.env_name, src.make, src.tasks[:FLAGS.games],
+            demos = collect_demos(src.env_name, src.make, src.tasks[:command.games],
                                   run.cfg.rollout.max_turns * 2, src.expert)
             scores = entry_quality(demos, answer).as_dict()
             report[src.env_name] = scores
             print(f"{src.env_name}: {scores['games']} won expert games; an add operation "
                   f"{scores['parsed']:.3f}, exact entry {scores['exact']:.3f}, goal copied "
                   f"{scores['goal']:.3f}, plan-step F1 {scores['step_f1']:.3f}")
-        write_report(report)
+        write_report(report, command.json_out)
+    return 0
 
 
 if __name__ == "__main__":
-    app.run(main)
+    sys.exit(main())

@@ -60,28 +60,25 @@ def _fail(message: str) -> int:
     return 2
 
 
-def parse_command(argv: list[str]) -> Command:
-    """The command line read against the chosen preset, or with --resume
-    against the configuration the run started with (tyro prints its own
-    error and exits with status 2 on a bad key, type or value)."""
+def _saved_config(preset: RunConfig, argv: list[str]) -> RunConfig:
+    """With --resume, the configuration the run in the run directory started
+    with: the keys on the command line are then changes to it."""
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--config", default=DEFAULT_PRESET)
     pre.add_argument("--out_dir", default=None)
     pre.add_argument("--resume", action="store_true")
     known = pre.parse_known_args(argv)[0]
-    message = config_io.unknown_preset_message(known.config)
-    if message:
-        sys.exit(_fail(message))
-    base = config_io.load_preset(known.config)
-    saved = os.path.join(known.out_dir or base.train.out_dir, CONFIG_FILENAME)
-    if known.resume and os.path.exists(saved):
-        try:  # the keys on the command line are then changes to the saved run
-            base = config_io.load_config_json(RunConfig, saved)
-        except ValueError as err:
-            sys.exit(_fail(f"{saved} does not load as a configuration of this version ({err})"))
-    default = Command(cfg=base, config=known.config)
-    return tyro.cli(Command, default=default, args=config_io.normalize_args(RunConfig, argv),
-                    description=_description(), use_underscores=True)
+    saved = os.path.join(known.out_dir or preset.train.out_dir, CONFIG_FILENAME)
+    if not (known.resume and os.path.exists(saved)):
+        return preset
+    try:
+        return config_io.load_config_json(RunConfig, saved)
+    except ValueError as err:
+        sys.exit(_fail(f"{saved} does not load as a configuration of this version ({err})"))
+
+
+def parse_command(argv: list[str]) -> Command:
+    return config_io.parse_preset_command(Command, argv, DEFAULT_PRESET, _description(),
+                                          base=_saved_config)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,6 @@ rebuilt. Paper-scale presets start from checkpoints and have no warm start.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
@@ -41,19 +40,10 @@ class Command:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--config", default=DEFAULT_PRESET)
-    name = pre.parse_known_args(argv)[0].config
-    message = config_io.unknown_preset_message(name)
-    if message:
-        print(f"error: {message}", file=sys.stderr)
-        return 2
-    command = tyro.cli(Command, default=Command(cfg=config_io.load_preset(name), config=name),
-                       args=config_io.normalize_args(RunConfig, argv), description=__doc__,
-                       use_underscores=True)
+    command = config_io.parse_preset_command(Command, argv, DEFAULT_PRESET, __doc__)
     cfg = command.cfg
     if cfg.actor.checkpoint:
-        print(f"error: preset {name} starts from checkpoints: it has no warm start to build",
+        print(f"error: preset {command.config} starts from checkpoints: it has no warm start",
               file=sys.stderr)
         return 2
     if not cfg.warm_start.cache_dir:

@@ -1,37 +1,59 @@
 """What the warm-start diagnostics share (actor_step_accuracy.py,
-extractor_quality.py): their common flags, the run built as
-experiments/run.py would build it (warm start included; set
-warm_start.cache_dir to reuse one), its shutdown, and the JSON report."""
+extractor_quality.py): their command line (a preset, its keys as
+--section.key=value, and the probe's own options), the run built as
+experiments/run.py would build it (warm start included: the preset's
+warm_start.cache_dir is reused when it holds one), its shutdown, and the
+JSON report."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import sys
 import tempfile
-from typing import Callable
+from typing import Annotated, Callable
 
-from absl import app, flags
+import tyro
 
-flags.DEFINE_string("config", "alfworld_cpu", "preset name (a module in experiments/configs/)")
-flags.DEFINE_integer("games", 48, "held-out tasks the expert plays (per environment)")
-flags.DEFINE_string("json_out", None, "also write the report as JSON here")
-FLAGS = flags.FLAGS
+from crl_jax.training import config_io
+from crl_jax.training.config import RunConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeCommand:
+    """The preset to probe and the probe's options; every key of the preset's
+    configuration can be changed as for experiments/run.py."""
+
+    cfg: Annotated[RunConfig, tyro.conf.arg(name=""), tyro.conf.FlagConversionOff]
+    config: str = "alfworld_cpu"
+    """The preset: a module of experiments/configs/."""
+    games: int = 48
+    """Held-out tasks the expert plays (per environment)."""
+    json_out: str | None = None
+    """Also write the report as JSON here."""
+    max_new_tokens: int = 96
+    """Length cap of an extractor answer (extractor_quality.py)."""
+
+
+def parse(description: str, argv=None) -> ProbeCommand:
+    command = config_io.parse_preset_command(ProbeCommand, sys.argv[1:] if argv is None else argv,
+                                             "alfworld_cpu", description)
+    if command.games < 1:
+        print("error: --games must be >= 1", file=sys.stderr)
+        raise SystemExit(2)
+    return command
 
 
 @contextlib.contextmanager
-def built_run(argv, prefix: str, check: Callable | None = None):
-    """Yields a built run (crl_jax.training.components.Run) for --config plus the command line's key=value
-    overrides; ``check(cfg)`` may raise app.UsageError for unusable settings."""
-    from crl_jax.training.config_io import apply_overrides, load_preset
+def built_run(cfg: RunConfig, prefix: str, check: Callable[[RunConfig], str | None] | None = None):
+    """Yields the built run (crl_jax.training.components.Run); ``check(cfg)``
+    may return an error message for settings the probe cannot use."""
     from crl_jax.training.components import build_run
 
-    bad = [a for a in argv[1:] if "=" not in a]
-    if bad:
-        raise app.UsageError(f"overrides must look like key.sub=value; got {bad}")
-    if FLAGS.games < 1:
-        raise app.UsageError("--games must be >= 1")
-    cfg = apply_overrides(load_preset(FLAGS.config), argv[1:])
-    if check is not None:
-        check(cfg)
+    problem = check(cfg) if check is not None else None
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
     run = build_run(cfg, tempfile.mkdtemp(prefix=prefix))
     try:
         yield run
@@ -39,7 +61,7 @@ def built_run(argv, prefix: str, check: Callable | None = None):
         run.close()
 
 
-def write_report(report: dict) -> None:
-    if FLAGS.json_out:
-        with open(FLAGS.json_out, "w") as f:
+def write_report(report: dict, json_out: str | None) -> None:
+    if json_out:
+        with open(json_out, "w") as f:
             json.dump(report, f, indent=2)

@@ -149,11 +149,14 @@ class RolloutEngine:
 
     def play(self, envs: Sequence, tasks: Sequence, guided: Sequence[bool],
              retrieve: Retriever | None = None, seed: int = 0,
-             ask: Asker | None = None) -> list[Episode]:
+             ask: Asker | None = None,
+             progress: Callable[[int], None] | None = None) -> list[Episode]:
         """Plays ``len(tasks)`` episodes, episode i on ``envs[i]`` (reset to tasks[i]).
 
         Guided episodes get the retriever's entry for "goal: g, observation: o"
-        at episode start (none if the bank has nothing yet).
+        at episode start (none if the bank has nothing yet). ``progress(n)``
+        is told after each turn how many episodes that turn ended (progress
+        bars); the calls add up to ``len(tasks)``.
         """
         if not (len(envs) == len(tasks) == len(guided)):
             raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
@@ -215,6 +218,10 @@ class RolloutEngine:
                 ep.won = ep.won or bool(step.info.won)
                 if step.done or ep.won or ep.generated_tokens >= cfg.token_budget:
                     ep.done = True
+            if progress is not None:
+                progress(sum(episodes[i].done for i in live))
+        if progress is not None:  # the episodes the turn cap ended
+            progress(sum(not ep.done for ep in episodes))
         for ep in episodes:
             ep.done = True
         return episodes

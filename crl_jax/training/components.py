@@ -13,7 +13,6 @@ import os
 import shutil
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from crl_jax.experience import EpisodeRecord
 from crl_jax.rl import prompts
@@ -26,6 +25,7 @@ from crl_jax.training.metrics import PhaseTimings
 from crl_jax.training.tasks import TaskSource, task_source
 from crl_jax.training.warm_cache import WarmStartCache, record_warm_start, warm_start_key
 from crl_jax.training.warm_stage import warm_start_models
+from crl_jax.training.logs import progress_bar
 from models.sampler import Sampler
 
 log = logging.getLogger(__name__)
@@ -96,8 +96,7 @@ def collect_demos(cfg: RunConfig, sources: list[TaskSource]) -> list:
     for src in sources:
         picks = rng.choice(len(src.tasks), size=min(per_env, len(src.tasks)), replace=False)
         tasks = [src.tasks[i] for i in picks]
-        bar = tqdm(total=len(tasks), desc=f"expert demos ({src.env_name})", unit="game",
-                   leave=False, dynamic_ncols=True)
+        bar = progress_bar(len(tasks), f"expert demos ({src.env_name})", "game")
         demos += warmstart.collect_demos(src.env_name, src.make, tasks, max_steps, src.expert,
                                          on_episode=lambda: bar.update(1))
         bar.close()
@@ -142,8 +141,11 @@ def build_offline_bank(manager, demos: list) -> None:
     futures = [manager.submit_episode(EpisodeRecord(
         d.goal, prompts.trajectory_text(d.actions, d.observations[1:]), d.won,
         d.env_name, None, 0)) for d in demos]
-    for f in tqdm(futures, desc="offline bank", unit="demo", leave=False, dynamic_ncols=True):
+    bar = progress_bar(len(futures), "offline bank", "demo")
+    for f in futures:
         f.result(timeout=600)
+        bar.update(1)
+    bar.close()
 
 
 def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) -> Run:

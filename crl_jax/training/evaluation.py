@@ -3,11 +3,11 @@
 first evaluation and reused until `close`."""
 from __future__ import annotations
 
-from tqdm.auto import tqdm
 
 from crl_jax.rl.episode_stats import batch_metrics
 from crl_jax.training.components import Run
 from crl_jax.training.step import retrieve
+from crl_jax.training.logs import progress_bar
 
 EVAL_SEED = 12345  # every evaluation samples with the same seed: curves compare models, not luck
 
@@ -31,8 +31,8 @@ class Evaluator:
         """eval_<mode>/... metrics (and eval_<mode>/<env>/... for mixtures)."""
         run, out = self.run, {}
         sources = run.eval_sources
-        bar = tqdm(total=len(self.modes()) * len(sources), desc=f"evaluation{label}",
-                   unit="pass", leave=False, dynamic_ncols=True)
+        games = sum(len(src.tasks[: run.cfg.env.num_eval_tasks]) for src in sources)
+        bar = progress_bar(len(self.modes()) * games, f"evaluation{label}", "episode")
         for name, guided in self.modes():
             episodes = []
             for src in sources:
@@ -40,11 +40,10 @@ class Evaluator:
                 got = run.engine.play(self._envs_for(src, len(tasks)), tasks,
                                       [guided] * len(tasks),
                                       (lambda q, k: retrieve(run, q, k)) if guided else None,
-                                      seed=EVAL_SEED)
+                                      seed=EVAL_SEED, progress=bar.update)
                 if len(sources) > 1:  # mixtures: each environment's own numbers too
                     out.update(batch_metrics(got, prefix=f"eval_{name}/{src.env_name}/"))
                 episodes += got
-                bar.update(1)
             out.update(batch_metrics(episodes, prefix=f"eval_{name}/"))
         bar.close()
         return out

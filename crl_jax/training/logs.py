@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 from tqdm.auto import tqdm
 
@@ -14,6 +15,17 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Loggers whose warnings are expected and say nothing to a user: JAX's probe
 # for a TPU or GPU backend on a machine that has neither (kept in log.txt).
 QUIET_ON_CONSOLE = ("jax._src.xla_bridge",)
+
+
+def progress_bar(total: int, desc: str, unit: str, *, initial: int = 0,
+                 transient: bool = True) -> tqdm:
+    """A progress bar with a rate and an ETA. On a terminal it redraws in
+    place; into a file (a sweep's run.log, CI) it writes a line at most every
+    30 s, so logs stay readable. ``transient``: gone once done (phases); the
+    RL bar stays."""
+    tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=not transient,
+                dynamic_ncols=True, mininterval=0.5 if tty else 30.0)
 
 
 class _TqdmHandler(logging.Handler):

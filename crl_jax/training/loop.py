@@ -11,7 +11,6 @@ import logging
 import os
 import shutil
 
-from tqdm.auto import tqdm
 
 from crl_jax.training.background import ExtractorTraining
 from crl_jax.training.checkpointing import RunCheckpointer
@@ -20,6 +19,7 @@ from crl_jax.training.evaluation import Evaluator
 from crl_jax.training.metrics import MetricsWriter
 from crl_jax.training.step import RunState, train_step
 from crl_jax.training.warm_stage import progress_dir
+from crl_jax.training.logs import progress_bar
 
 log = logging.getLogger(__name__)
 BAR_KEYS = {"train/success": "success", "train/actions": "actions",
@@ -148,7 +148,7 @@ def run_training(cfg, out_dir: str | None = None, resume: bool = False,
             history.append(evaluate(" of the warm start"))
             writer.write(0, history[-1])
         # Made after the step-0 evaluation, so that it does not count in the ETA.
-        bar = tqdm(total=t.steps, initial=state.step, desc="RL", unit="step", dynamic_ncols=True)
+        bar = progress_bar(t.steps, "RL", "step", initial=state.step, transient=False)
         shown = _bar_metrics(history[-1] if history else {}, {})
         while state.step < t.steps:
             state, metrics = _one_step(run, state, evaluate, extractor)

@@ -7,7 +7,6 @@ import os
 
 import jax
 import numpy as np
-from tqdm.auto import tqdm
 
 from crl_jax.training import warmstart
 from crl_jax.training.checkpointing import RunCheckpointer
@@ -15,6 +14,7 @@ from crl_jax.experience import ExperienceBank, ExperienceManager, HashingEmbedde
 from crl_jax.rl.batch import pack_samples
 from crl_jax.rl.learner import Learner, OptimConfig
 from crl_jax.training.config import ModelSpec, RunConfig
+from crl_jax.training.logs import progress_bar
 from models.checkpoint import load_checkpoint
 from models.config import DecoderConfig
 from models.decoder import init_decoder
@@ -120,8 +120,7 @@ def supervised_warm_start(learner: Learner, samples, lr: float, steps: int, batc
             start = min(got.step, steps)
             log.info("warm start %s: continuing at step %d/%d from %s", label, start, steps,
                      progress_dir)
-        bar = tqdm(total=steps, initial=start, desc=f"warm start ({label}, SFT)", unit="step",
-                   dynamic_ncols=True, leave=False)
+        bar = progress_bar(steps, f"warm start ({label}, SFT)", "step", initial=start)
         for i in range(start, steps):
             pick = rng.choice(len(samples), size=min(batch, len(samples)), replace=False)
             m = learner.sft_step(pack_samples([samples[j] for j in pick], pad_id, batch))
@@ -162,5 +161,9 @@ def dedup_merger(texts: list[str]) -> list[str]:
 
 
 def env_tokenizer(cfg: RunConfig, demos, out_dir: str):
+    """A tokenizer fitted to the demonstrations' text (tiny models), saved in the run directory."""
+    if not os.path.exists(os.path.join(out_dir, "tokenizer", "tokenizer.json")):
+        log.info("fitting a %d-token tokenizer to the text of %d demonstrations",
+                 cfg.warm_start.vocab_size, len(demos))
     return warmstart.train_env_tokenizer(demos, cfg.warm_start.vocab_size, out_dir,
                                          cfg.rollout.history, cfg.warm_start.split_digits)

@@ -33,7 +33,7 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
 
     def runner(cmd, **kw):
         out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
-        assert f"warm_start.cache_dir={cache}" in cmd
+        assert f"--warm_start.cache_dir={cache}" in cmd
         arm = by_dir[out]
         key, names = sweep.warm_start_need(arm)
         with lock:

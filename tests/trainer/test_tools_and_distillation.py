@@ -176,3 +176,16 @@ def test_empty_answers_ablation_answers_nothing_without_touching_the_bank():
     assert "advice: nothing found" in tok.decode(ep.turns[1].prompt_ids)
     with pytest.raises(ValueError, match="ask_answers"):
         apply_overrides(cfg, ["experience.ask_answers=bank"])
+
+
+def test_progress_counts_every_episode_once_when_it_ends():
+    tok = CharTokenizer()
+    envs = [make_env("alfworld", split="generated", num_generated=3, seed=0) for _ in range(3)]
+    script = [["look at everything there is here"], ["look"], ["go"]]
+    engine = RolloutEngine(ScriptedSampler(tok, script), tok,
+                           RolloutConfig(max_turns=3, history=1, token_budget=10))
+    calls = []
+    episodes = engine.play(envs, [0, 1, 2], [False] * 3, progress=calls.append)
+    ended_at = [len(ep.turns) for ep in episodes]
+    assert ended_at == [1, 2, 3]  # the token budget ends the first two
+    assert calls[:2] == [1, 1] and len(calls) == 4 and sum(calls) == 3  # 3 turns + the cap
