@@ -1,29 +1,89 @@
 """Greedy next-action accuracy of a preset's warm-started actor on the
-expert's states of held-out tasks (see crl_jax/diagnostics/step_accuracy.py):
+expert's states (see crl_jax/diagnostics/step_accuracy.py), with a chosen
+experience line in every prompt: does the actor read it?
 
-    python experiments/actor_step_accuracy.py --config=alfworld_cpu [--games=48] [--section.key=value ...]
+    python experiments/actor_step_accuracy.py --config=alfworld_cpu [--exp=own] [--games=48] [--section.key=value ...]
 
-It builds the run as experiments/run.py would (warm start included; the
-preset's warm_start.cache_dir is reused) and prints a table per expert verb.
+--exp: none (no line), own (the game's own plan), peer (the plan of another
+game of the same task type), noisy:K (the own plan with K wrong steps). In
+ALFWorld the reference is the informed expert following the game's own plan
+(crl_jax/training/guided_demos.py), so with the own plan every expert action
+is predictable from the line; elsewhere it is the searching expert. Tables
+for the RL pool's games and for held-out games. It builds the run as
+experiments/run.py would (warm start included; the preset's
+warm_start.cache_dir is reused).
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import numpy as np  # noqa: E402
+
 from experiments.warm_start_probe import built_run, parse, write_report  # noqa: E402
+
+_EXP = re.compile(r"^(none|own|peer|noisy:([1-9]\d*))$")
+
+
+def line_maker(exp: str, demos, seed: int = 0):
+    """demo -> the experience line --exp asks for."""
+    from crl_jax.envs.alfworld_expert import room_receptacles
+    from crl_jax.training.guided_demos import corrupt_plan
+    from crl_jax.training.warmstart import plan_entry
+
+    m = _EXP.match(exp)
+    rng = np.random.default_rng(seed)
+    by_type = {}
+    for d in demos:
+        by_type.setdefault(d.task_type, []).append(d)
+
+    def line(d):
+        if m.group(1) == "none":
+            return None
+        if m.group(1) == "peer":
+            others = [p for p in by_type[d.task_type] if p is not d] or [d]
+            return plan_entry(others[int(rng.integers(len(others)))])
+        own = plan_entry(d)
+        if m.group(2):
+            actions = sorted({a for p in demos for a in p.actions})
+            return corrupt_plan(own, int(m.group(2)), rng, room_receptacles(d.observations[0]),
+                                actions)
+        return own
+
+    return line
+
+
+def reference_demos(src, tasks, max_turns: int):
+    """The expert's games: the informed expert along the game's own plan
+    where there is one (ALFWorld), else the searching expert."""
+    from crl_jax.training.guided_demos import informed, own_plan_demo
+    from crl_jax.training.warmstart import collect_demos
+
+    demos = collect_demos(src.env_name, src.make, tasks, max_turns, src.expert)
+    if not informed(src.env_name):
+        return demos
+    env = src.make()
+    try:
+        return [own_plan_demo(env, d, max_turns) for d in demos]
+    finally:
+        env.close()
 
 
 def main(argv=None) -> int:
-    command = parse(__doc__, argv)
+    from crl_jax.diagnostics.step_accuracy import (env_verdict, expert_views, format_report,
+                                                   step_accuracy)
     from crl_jax.rl import prompts
-    from crl_jax.diagnostics.step_accuracy import env_verdict, expert_views, format_report, step_accuracy
-    from crl_jax.training.warmstart import collect_demos
+    from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap
     from models.sampling_ops import strip_stop_tokens
 
+    command = parse(__doc__, argv)
+    if not _EXP.match(command.exp):
+        print(f"error: --exp={command.exp!r}: valid are none, own, peer, noisy:K", file=sys.stderr)
+        return 2
     with built_run(command.cfg, "step_accuracy_") as run:
         r = run.cfg.rollout
         greedy = dataclasses.replace(run.engine.sampling, temperature=0.0)
@@ -36,15 +96,19 @@ def main(argv=None) -> int:
                 strip_stop_tokens(res.tokens[j], greedy)), r.format) for j in range(len(ids))]
 
         report = {}
-        for src in run.eval_sources:  # a mixture gets one table per environment
-            demos = collect_demos(src.env_name, src.make, src.tasks[:command.games],
-                                  r.max_turns * 2, src.expert)
-            states = expert_views(demos, r.history, r.list_actions, r.show_first_observation)
-            stats = step_accuracy(states, propose, accepts=env_verdict(src.make))
-            print(f"{sum(d.won for d in demos)}/{len(demos)} expert games won; "
-                  f"{len(states)} states of the {src.env_name} eval split")
-            print(format_report(stats))
-            report[src.env_name] = {k: v.as_dict() for k, v in stats.items()}
+        turns = episode_cap(run.cfg) * DEMO_TURNS_FACTOR
+        games = {"pool": run.rl_sources, "held-out": run.eval_sources}
+        for where, sources in games.items():
+            for src in sources:  # a mixture gets one table per environment
+                demos = reference_demos(src, src.tasks[:command.games], turns)
+                states = expert_views(demos, r.history, r.list_actions, r.show_first_observation,
+                                      line_maker(command.exp, demos))
+                stats = step_accuracy(states, propose, accepts=env_verdict(src.make))
+                print(f"\n{where} games of {src.env_name}, experience line: {command.exp} "
+                      f"({sum(d.won for d in demos)}/{len(demos)} expert games won, "
+                      f"{len(states)} states)")
+                print(format_report(stats))
+                report[f"{where}/{src.env_name}"] = {k: v.as_dict() for k, v in stats.items()}
         write_report(report, command.json_out)
     return 0
 

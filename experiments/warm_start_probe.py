@@ -33,6 +33,9 @@ class ProbeCommand:
     """Also write the report as JSON here."""
     max_new_tokens: int = 96
     """Length cap of an extractor answer (extractor_quality.py)."""
+    exp: str = "none"
+    """The experience line in every prompt (actor_step_accuracy.py): none, own,
+    peer or noisy:K."""
 
 
 def parse(description: str, argv=None) -> ProbeCommand:

@@ -87,15 +87,18 @@ def id_chars_right(expert: str, proposal: str | None) -> float | None:
 
 
 def expert_views(demos: Sequence[Demo], history: int, list_actions: str,
-                 show_first_observation: bool) -> list[ExpertState]:
+                 show_first_observation: bool,
+                 experience: Callable[[Demo], str | None] | None = None) -> list[ExpertState]:
     """Every state of every winning demonstration, rendered as a rollout
-    renders it (no experience entry), with the expert's action."""
+    renders it, with the expert's action; ``experience(demo)`` gives the
+    line its prompts show (default: none)."""
     out = []
     for d in demos:
         if not d.won:
             continue
+        line = experience(d) if experience is not None else None
         for t, action in enumerate(d.actions):
-            view = demo_view(d, t, history, list_actions, show_first_observation)
+            view = demo_view(d, t, history, list_actions, show_first_observation, line)
             out.append(ExpertState(view, action, frozenset(d.valid[t]) if d.valid else frozenset(),
                                    d, t))
     return out

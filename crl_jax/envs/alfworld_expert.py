@@ -15,6 +15,13 @@ the game's canContain facts, not object positions).
     expert.observe(obs, admissible)            # after reset
     cmd = expert.act()
     expert.observe(obs, admissible, cmd)       # after each step
+
+Given a plan (the steps of an experience entry, e.g. "take apple 1 from
+countertop 2 > heat apple 1 with microwave 1 > move apple 1 to diningtable
+1"), the expert is *informed*: it goes first to the receptacles the plan
+names, in the plan's order, heats or places where the plan says, and falls
+back to searching where a step turns out wrong. Its actions then depend on
+the plan, which is what teaches a small actor to read its experience line.
 """
 from __future__ import annotations
 
@@ -30,6 +37,10 @@ _EXAMINE = re.compile(r"^(?:On the (.+?), you see|The (.+?) is open\. In it, you
 _PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")
 _MOVE = re.compile(r"^You move the (.+?) to the (.+?)\.$")
 _TRANSFORMED = re.compile(r"^You (heat|cool|clean) the (.+?) using the (.+?)\.$")
+# The receptacles a plan sends the expert to: where it took, transformed and
+# placed. Not the ones it opened: a searching expert's plan also lists the
+# closed receptacles it looked into in vain.
+_PLAN_RECEPTACLE = re.compile(r"^(?:take .+? from|move .+? to|(?:heat|cool|clean) .+? with) (.+)$")
 _APPLIANCE = {"pick_heat_then_place_in_recep": ("heat", "microwave"),
               "pick_cool_then_place_in_recep": ("cool", "fridge"),
               "pick_clean_then_place_in_recep": ("clean", "sinkbasin")}
@@ -38,6 +49,23 @@ _APPLIANCE = {"pick_heat_then_place_in_recep": ("heat", "microwave"),
 def kind_of(name: str) -> str:
     """'desk 2' -> 'desk'."""
     return name.rsplit(" ", 1)[0]
+
+
+def plan_receptacles(plan) -> list[str]:
+    """The receptacles a plan's take, transform and move steps name, in
+    order, without repeats."""
+    out = []
+    for step in plan:
+        m = _PLAN_RECEPTACLE.match(step.strip())
+        if m and m.group(1) not in out:
+            out.append(m.group(1))
+    return out
+
+
+def room_receptacles(first_observation: str) -> list[str]:
+    """The receptacles of the room, from an episode's first observation."""
+    parts = first_observation.split("\n\n")
+    return parse_seen(parts[1]) if len(parts) > 1 else []
 
 
 def parse_seen(text: str) -> list[str]:
@@ -50,7 +78,7 @@ def parse_seen(text: str) -> list[str]:
 
 
 class AlfredExpert:
-    def __init__(self, record: GameRecord, spec: GameSpec | None = None):
+    def __init__(self, record: GameRecord, spec: GameSpec | None = None, plan=None):
         p = record.params
         self.task_type = record.task_type
         self.obj = p["object_target"].lower()
@@ -72,6 +100,8 @@ class AlfredExpert:
         self.dest = ""
         self.admissible: tuple[str, ...] = ()
         self._cursor = 0
+        self.plan = tuple(plan or ())
+        self._named = plan_receptacles(self.plan)  # where the plan says to go, in order
 
     # -- perception ----------------------------------------------------
     def observe(self, feedback: str, admissible, action: str | None = None) -> None:
@@ -83,7 +113,9 @@ class AlfredExpert:
                 self.receptacles.append(cmd[6:])
         if action is None:
             order = {name: i for i, name in enumerate(self.receptacles)}
-            self.receptacles.sort(key=lambda name: (not self._likely_holds(name), order[name]))
+            named = {name: i for i, name in enumerate(self._named)}
+            self.receptacles.sort(key=lambda name: (named.get(name, len(named)),
+                                                    not self._likely_holds(name), order[name]))
             return
         m = _ARRIVE.match(feedback) or _OPEN.match(feedback)
         if m:
@@ -162,7 +194,8 @@ class AlfredExpert:
             if c.startswith(cmd):
                 return c
         targets = [r for r in self.receptacles if kind_of(r) == self.appliance]
-        return self._go(targets[0]) if targets else self._explore()
+        named = [r for r in self._named if r in targets]  # the plan's appliance first
+        return self._go((named or targets)[0]) if targets else self._explore()
 
     def _find_lamp(self) -> str:
         for c in self.admissible:
@@ -182,7 +215,8 @@ class AlfredExpert:
                 parents = [r for r in self.receptacles if kind_of(r) == self.parent]
                 if not parents:
                     return self._explore()
-                self.dest = parents[0]
+                named = [r for r in self._named if r in parents]  # where the plan places it
+                self.dest = (named or parents)[0]
         cmd = f"move {self.holding} to {self.dest}"
         if cmd in self.admissible:
             return cmd
@@ -196,7 +230,8 @@ class AlfWorldEnvExpert:
     ``act(env) -> str`` on an alfworld_env.AlfWorldEnv, reading the env's
     last observation, admissible list and sent action."""
 
-    def __init__(self):
+    def __init__(self, plan=None):
+        self.plan = tuple(plan or ())  # an informed expert's plan steps (see AlfredExpert)
         self.reset()
 
     def reset(self) -> None:
@@ -206,7 +241,7 @@ class AlfWorldEnvExpert:
     def act(self, env) -> str:
         from crl_jax.envs.alfworld_env import spec_for
         if self._expert is None or self._episode != env.episode:
-            self._expert = AlfredExpert(env.record, spec_for(env.record))
+            self._expert = AlfredExpert(env.record, spec_for(env.record), self.plan)
             self._episode = env.episode
             self._expert.observe(env.last_observation, env.last_admissible)
         elif env.last_action is not None:

@@ -5,6 +5,7 @@ import dataclasses
 
 PUBLISH_MODES = ("copy", "double_buffer")
 INDEX_DTYPES = ("f32", "bf16", "f16")
+RECENCY_CLOCKS = ("steps", "seconds")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +46,15 @@ class ExperienceConfig:
     """Entries each retrieval returns (paper: K = 1)."""
     diversity_lambda: float = 0.4
     """Eq. 6: weight lambda of the recency penalty."""
+    recency_clock: str = "seconds"
+    """What Eq. 6's recency window counts: "steps" (actor steps, the same on any
+    machine) or "seconds" (wall clock, the paper's own form)."""
+    recency_window_steps: int = 1
+    """Eq. 6 in steps: an entry retrieved during the last this many actor steps
+    (1: the current step) is penalised. The paper's 300 s is about one step of
+    its 7B runs; on 2 CPU cores it is ~10 steps, on a GPU something else."""
     recency_window_s: float = 300.0
-    """Eq. 6: an entry retrieved within this many seconds is penalised."""
+    """Eq. 6 in seconds (recency_clock="seconds"): the paper's window."""
     released_top1_shuffle: bool = False  # released code: move a recent top-1 to the end w.p. 0.5
     released_shuffle_prob: float = 0.5
     """Probability of that move (released code: 0.5)."""
@@ -87,7 +95,8 @@ class ExperienceConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"ExperienceConfig.{name} must be an int >= 1, got {value!r}")
-        for name in ("cooldown_delta", "consolidation_context", "merge_carry"):
+        for name in ("cooldown_delta", "consolidation_context", "merge_carry",
+                     "recency_window_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"ExperienceConfig.{name} must be an int >= 0, got {value!r}")
@@ -104,12 +113,21 @@ class ExperienceConfig:
         if not 0.0 <= self.released_shuffle_prob <= 1.0:
             raise ValueError(f"ExperienceConfig.released_shuffle_prob must be in [0, 1], "
                              f"got {self.released_shuffle_prob!r}")
+        if self.recency_clock not in RECENCY_CLOCKS:
+            raise ValueError(f"ExperienceConfig.recency_clock must be one of {RECENCY_CLOCKS}, "
+                             f"got {self.recency_clock!r}")
         if self.publish_mode not in PUBLISH_MODES:
             raise ValueError(f"ExperienceConfig.publish_mode must be one of {PUBLISH_MODES}, "
                              f"got {self.publish_mode!r}")
         if self.index_dtype not in INDEX_DTYPES:
             raise ValueError(f"ExperienceConfig.index_dtype must be one of {INDEX_DTYPES}, "
                              f"got {self.index_dtype!r}")
+
+    @property
+    def recency_window(self) -> float:
+        """Eq. 6's window in the unit of recency_clock."""
+        return float(self.recency_window_steps if self.recency_clock == "steps"
+                      else self.recency_window_s)
 
     @property
     def candidate_pool(self) -> int:

@@ -21,7 +21,7 @@ import numpy as np
 
 from crl_jax.experience.bank import ExperienceBank
 from crl_jax.experience.config import ExperienceConfig
-from crl_jax.experience.diversification import diversified_scores, select_top_k
+from crl_jax.experience.diversification import StepClock, diversified_scores, select_top_k
 from crl_jax.experience.embedders import Embedder, EmbeddingCache, embed_checked
 from crl_jax.experience.entries import Entry
 
@@ -227,9 +227,10 @@ class SearchPath:
                 stats = [snapshot.stats_of(int(e)) for e in ids]
                 counts = np.array([s.retrieval_count for s in stats], dtype=np.float64)
                 lasts = np.array([s.last_retrieval_time for s in stats], dtype=np.float64)
+                window = self.config.recency_window
                 scores = diversified_scores(similarity, counts, lasts, now, self.config.diversity_lambda,
-                                            self.config.recency_window_s)
-                recent = (now - lasts) < self.config.recency_window_s
+                                            window)
+                recent = (now - lasts) < window
                 chosen = select_top_k(scores, query.k, recent, self.config.released_top1_shuffle,
                                       self.config.released_shuffle_prob, self._rngs[worker])
                 result = [Retrieval(snapshot.entries[int(ids[j])], float(scores[j]), float(similarity[j]),
@@ -251,10 +252,14 @@ class ExperienceManager:
     """
 
     def __init__(self, bank: ExperienceBank, embedder: Embedder, extractor=None, merger=None,
-                 config: ExperienceConfig | None = None, clock: Callable[[], float] = time.time, seed: int = 0):
+                 config: ExperienceConfig | None = None, clock: Callable[[], float] | None = None,
+                 seed: int = 0):
         from crl_jax.experience.training_buffer import ExtractorTrainingBuffer
         self.config = bank.config if config is None else config
         self.bank, self.embedder, self.extractor, self.merger = bank, embedder, extractor, merger
+        if clock is None:  # Eq. 6's clock: actor steps (set_actor_step) or the wall clock
+            clock = StepClock() if self.config.recency_clock == "steps" else time.time
+        self.clock = clock
         self.search_path = SearchPath(bank, embedder, self.config, clock, seed)
         self.training_buffer = ExtractorTrainingBuffer(self.config.train_batch_size, self.config.cooldown_delta,
                                                        self.config.reweight_alpha)
@@ -265,6 +270,11 @@ class ExperienceManager:
         self._inflight: set = set()
         self._background = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="crl-consolidate")
         self._asker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="crl-ask")
+
+    def set_actor_step(self, step: int) -> None:
+        """Advances Eq. 6's clock when it counts actor steps (no-op otherwise)."""
+        if isinstance(self.clock, StepClock):
+            self.clock.step = step
 
     # ----- retrieval ---------------------------------------------------------------------
     def search(self, query: str, task_key: str = "", k: int | None = None,

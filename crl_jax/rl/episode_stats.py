@@ -113,12 +113,15 @@ def batch_metrics(episodes: Sequence[Episode], prefix: str = "") -> dict[str, fl
     asks = sum(e.num_asks for e in episodes)
     if asks:
         out["asks_per_episode"] = asks / len(episodes)
+    for name, part in (("guided", guided), ("free", ~guided)):
+        if not part.any():
+            continue
+        out[f"success_{name}"] = float(won[part].mean())
+        if (won[part] > 0).any():  # the paper's "fewer actions" reads won episodes
+            out[f"actions_when_won_{name}"] = float(actions[part & (won > 0)].mean())
     if guided.any():
-        out["success_guided"] = float(won[guided].mean())
         out["experience_found"] = float(np.mean([e.experience is not None
                                                  for e in episodes if e.guided]))
-    if (~guided).any():
-        out["success_free"] = float(won[~guided].mean())
     return {prefix + k: float(v) for k, v in out.items()}
 
 

@@ -22,7 +22,8 @@ from crl_jax.rl.rollout import RolloutEngine
 from crl_jax.training import setup, warmstart
 from crl_jax.training.config import RunConfig
 from crl_jax.training.metrics import PhaseTimings
-from crl_jax.training.tasks import TaskSource, task_source
+from crl_jax.training.oracle import oracle_plans
+from crl_jax.training.tasks import DEMO_TURNS_FACTOR, TaskSource, episode_cap, task_source
 from crl_jax.training.warm_cache import WarmStartCache, record_warm_start, warm_start_key
 from crl_jax.training.warm_stage import warm_start_models
 from crl_jax.training.logs import progress_bar
@@ -52,6 +53,7 @@ class Run:
     manager: object | None  # crl_jax.experience.ExperienceManager
     warm_start_losses: dict
     timings: PhaseTimings
+    oracle: dict | None = None  # experience.mode=oracle: (environment, task) -> plan
 
     @property
     def use_experience(self) -> bool:
@@ -66,8 +68,9 @@ class Run:
                 env.close()
 
 
-def task_sources(cfg: RunConfig, split: str, limit: int | None) -> list[TaskSource]:
-    max_steps = cfg.env.max_episode_steps or cfg.rollout.max_turns
+def task_sources(cfg: RunConfig, split: str, limit: int | None,
+                 max_steps: int | None = None) -> list[TaskSource]:
+    max_steps = max_steps or episode_cap(cfg)
     e = cfg.env
     return [task_source(name, split, e.num_generated, cfg.warm_start.seed, max_steps,
                         e.lenient_actions, limit, e.task_types, e.room_size, e.seeded_clock)
@@ -86,14 +89,18 @@ def task_pool(cfg: RunConfig, src: TaskSource) -> TaskSource:
 
 def collect_demos(cfg: RunConfig, sources: list[TaskSource]) -> list:
     """Expert episodes on warm_start.demos training tasks, shared out among
-    the environments (tiny models only: checkpoints need none)."""
+    the environments (tiny models only: checkpoints need none); with
+    train.pool_disjoint, none of them in the RL pool."""
     if cfg.actor.checkpoint and not cfg.warm_start.demos:
         return []
     rng = np.random.default_rng(cfg.warm_start.seed)
-    max_steps = cfg.env.max_episode_steps or cfg.rollout.max_turns
+    max_steps = episode_cap(cfg) * DEMO_TURNS_FACTOR
     per_env = max(1, cfg.warm_start.demos // len(sources))
     demos = []
     for src in sources:
+        if cfg.train.pool_disjoint:
+            pool = set(task_pool(cfg, src).tasks)
+            src = dataclasses.replace(src, tasks=[t for t in src.tasks if t not in pool])
         picks = rng.choice(len(src.tasks), size=min(per_env, len(src.tasks)), replace=False)
         tasks = [src.tasks[i] for i in picks]
         bar = progress_bar(len(tasks), f"expert demos ({src.env_name})", "game")
@@ -117,7 +124,7 @@ def _learners(cfg: RunConfig, tok, ext_tok) -> tuple[Learner, Learner | None]:
     mesh = setup.role_mesh(cfg.actor)
     actor = Learner(setup.build_model(cfg.actor, tok, seed, mesh), cfg.actor_optim,
                     cfg.actor_loss, mesh=mesh)
-    if cfg.experience.mode == "none":
+    if cfg.experience.mode in ("none", "oracle"):  # no extractor to train or sample
         return actor, None
     ext_mesh = setup.role_mesh(cfg.extractor)
     # Not donated: the consolidation thread samples from the extractor's
@@ -155,8 +162,10 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     os.makedirs(out_dir, exist_ok=True)
     timings = PhaseTimings()
     train_sources = task_sources(cfg, cfg.env.train_split, None)
+    demo_sources = task_sources(cfg, cfg.env.train_split, None,
+                                episode_cap(cfg) * DEMO_TURNS_FACTOR)
     with timings.time("demos"):
-        demos = collect_demos(cfg, train_sources)
+        demos = collect_demos(cfg, demo_sources)
     tiny = not cfg.actor.checkpoint
     cache = (WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
              if cfg.warm_start.cache_dir and tiny else None)
@@ -165,16 +174,23 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     tok, ext_tok = _tokenizers(cfg, demos, out_dir, cache)
     actor, extractor = _learners(cfg, tok, ext_tok)
     with timings.time("warm_start"):
-        losses = warm_start_models(cfg, demos, actor, extractor, tok, ext_tok, out_dir, cache,
-                                   resuming=resume)
+        losses = warm_start_models(cfg, demos, demo_sources, actor, extractor, tok, ext_tok,
+                                   out_dir, cache, resuming=resume)
     sampler = Sampler(actor.model, pad_id=tok.pad_id)
     n = cfg.train.tasks_per_step * cfg.train.group_size
     agent, manager = _experience(cfg, extractor, ext_tok) if extractor is not None else (None, None)
     if manager is not None and cfg.experience.mode == "offline":
         build_offline_bank(manager, demos)
+    eval_sources = task_sources(cfg, cfg.env.eval_split, cfg.env.num_eval_tasks)
+    rl_sources = [task_pool(cfg, s) for s in train_sources]
+    oracle = None
+    if cfg.experience.mode == "oracle":
+        max_turns = episode_cap(cfg)
+        noise, seed = cfg.experience.oracle_noise, cfg.warm_start.seed
+        oracle = {**oracle_plans(rl_sources, noise, max_turns, seed),
+                  **oracle_plans(eval_sources, noise, max_turns, seed, cfg.env.num_eval_tasks)}
     return Run(cfg=cfg, out_dir=out_dir, train_sources=train_sources,
-               eval_sources=task_sources(cfg, cfg.env.eval_split, cfg.env.num_eval_tasks),
-               rl_sources=[task_pool(cfg, s) for s in train_sources], demos=demos,
+               eval_sources=eval_sources, rl_sources=rl_sources, demos=demos, oracle=oracle,
                tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor,
                sampler=sampler, engine=RolloutEngine(sampler, tok, cfg.rollout),
                train_envs={s.env_name: [s.make() for _ in range(n)] for s in train_sources},

@@ -15,7 +15,7 @@ from crl_jax.rl.learner import OptimConfig
 from crl_jax.rl.rollout import RolloutConfig
 from kernels.policy_losses import PolicyLossConfig
 
-ExperienceMode = Literal["comp_rl", "none", "offline", "static_online", "exp_only"]
+ExperienceMode = Literal["comp_rl", "none", "offline", "static_online", "exp_only", "oracle"]
 AdvantageMode = Literal["split", "mixed", "grpo"]
 EXPERIENCE_MODES = typing.get_args(ExperienceMode)
 ADVANTAGE_MODES = typing.get_args(AdvantageMode)
@@ -91,11 +91,16 @@ class ExperienceSpec:
     none: no experience (the GRPO baseline). offline: the bank is built once
     by the fixed (warm-started) extractor, then static. static_online: the
     fixed extractor maintains the bank online. exp_only: the extractor is
-    trained, the actor is frozen.
+    trained, the actor is frozen. oracle: a control for the actor, not a
+    method: retrieval returns the expert's plan of the episode's own game
+    (oracle_noise steps made wrong), no extractor (crl_jax/training/oracle.py).
     """
 
     mode: ExperienceMode = "comp_rl"
-    """comp_rl (the method), none (GRPO baseline), offline, static_online or exp_only (see above)."""
+    """comp_rl (the method), none (GRPO baseline), offline, static_online, exp_only, or
+    oracle (a control: the own game's plan as the entry; see above)."""
+    oracle_noise: int = 0
+    """mode=oracle: wrong steps in each plan the oracle returns."""
     guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
     merge_every: int = 5  # actor steps; 0 = no merge (ablation)
     # Who decides a merge: the extractor (paper) or exact-duplicate removal
@@ -156,6 +161,13 @@ class WarmStartSpec:
     batch: int = 32
     """Sequences per supervised warm-start step."""
     recovery_fraction: float = 0.2  # demo turns duplicated with a rejected action in history
+    guided_fraction: float = 0.5
+    """Share of the actor's demonstrations that carry an experience line."""
+    guided_source: str = "own:2,noisy1:1,peer:1"
+    """Where a guided demonstration's line comes from, as source:weight pairs:
+    own (the game's own plan, followed by the informed expert), noisyK (that
+    plan with K wrong steps), peer (another game's plan, which the expert
+    ignores). See crl_jax/training/guided_demos.py."""
     # Copies of each decisive (non-navigation) demo turn. Navigation is most of
     # an expert's turns, so a tiny actor learns "go to" first and walks past a
     # visible target; repeating take/open/move/... turns balances the decisions.
@@ -200,6 +212,9 @@ class TrainSpec:
     # runs do (ALFWorld: 128 steps x 16 tasks over 1,466 tasks, ~11 rollouts
     # of each), and lets the experience bank serve the tasks it was built on.
     task_pool: int = 0
+    pool_disjoint: bool = False
+    """Draw the RL pool (train.task_pool) first and the warm start's demonstrations
+    from the other training tasks, so RL meets games the actor never imitated."""
     eval_every: int = 10
     checkpoint_every: int = 10
     seed: int = 0
@@ -242,11 +257,19 @@ class RunConfig:
         if self.train.task_pool and self.train.task_pool < self.train.tasks_per_step:
             raise ValueError(f"train.task_pool={self.train.task_pool} is smaller than "
                              f"train.tasks_per_step={self.train.tasks_per_step} (0 = all tasks)")
+        if self.train.pool_disjoint and not self.train.task_pool:
+            raise ValueError("train.pool_disjoint needs a train.task_pool to keep apart")
         from crl_jax.envs.alfworld_generator import ROOM_SIZES
         if self.env.room_size not in ROOM_SIZES:
             raise ValueError(f"env.room_size={self.env.room_size!r}; valid: {ROOM_SIZES}")
+        if self.experience.oracle_noise < 0:
+            raise ValueError("experience.oracle_noise must be >= 0")
         if not 0.0 <= self.experience.guided_fraction <= 1.0:
             raise ValueError("experience.guided_fraction must be in [0, 1]")
+        if not 0.0 <= self.warm_start.guided_fraction <= 1.0:
+            raise ValueError("warm_start.guided_fraction must be in [0, 1]")
+        from crl_jax.training.guided_demos import parse_mix
+        parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
         if not 0.0 <= self.warm_start.ask_fraction <= 1.0:
             raise ValueError("warm_start.ask_fraction must be in [0, 1]")
         if self.warm_start.ask_fraction and self.rollout.format != "compact":

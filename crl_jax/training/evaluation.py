@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from crl_jax.rl.episode_stats import batch_metrics
 from crl_jax.training.components import Run
-from crl_jax.training.step import retrieve
+from crl_jax.training.step import retriever
 from crl_jax.training.logs import progress_bar
 
 EVAL_SEED = 12345  # every evaluation samples with the same seed: curves compare models, not luck
@@ -37,10 +37,10 @@ class Evaluator:
             episodes = []
             for src in sources:
                 tasks = src.tasks[: run.cfg.env.num_eval_tasks]
-                got = run.engine.play(self._envs_for(src, len(tasks)), tasks,
-                                      [guided] * len(tasks),
-                                      (lambda q, k: retrieve(run, q, k)) if guided else None,
-                                      seed=EVAL_SEED, progress=bar.update)
+                flags = [guided] * len(tasks)
+                got = run.engine.play(self._envs_for(src, len(tasks)), tasks, flags,
+                                      retriever(run, src.env_name, tasks, flags, record=False)
+                                      if guided else None, seed=EVAL_SEED, progress=bar.update)
                 if len(sources) > 1:  # mixtures: each environment's own numbers too
                     out.update(batch_metrics(got, prefix=f"eval_{name}/{src.env_name}/"))
                 episodes += got

@@ -17,6 +17,7 @@ from crl_jax.rl.batch import pack_samples
 from crl_jax.rl.episode_stats import batch_metrics, self_distillation_samples, turn_advantages
 from crl_jax.rl.rollout import Episode
 from crl_jax.training.components import Run
+from crl_jax.training.oracle import oracle_retriever
 
 
 @dataclasses.dataclass
@@ -32,10 +33,13 @@ class RunState:
         return cls(step=0, rng=np.random.default_rng(seed))
 
 
-def retrieve(run: Run, queries: list[str], keys: list[str]):
-    """The bank's best entry (text, id) for each query, None where it has none."""
+def retrieve(run: Run, queries: list[str], keys: list[str], record: bool = True):
+    """The bank's best entry (text, id) for each query, None where it has none.
+    ``record``: count the retrievals as use (Eq. 6's counts and recency);
+    evaluation does not, so it never penalises entries for training."""
     per_task = run.cfg.experience.bank.per_task
-    futures = [run.manager.search(q, k if per_task else "") for q, k in zip(queries, keys)]
+    futures = [run.manager.search(q, k if per_task else "", record=record)
+               for q, k in zip(queries, keys)]
     out = []
     for f in futures:
         hits = f.result(timeout=run.cfg.experience.bank.thread_timeout_s)
@@ -60,7 +64,7 @@ def play_training_batch(run: Run, state: RunState) -> list[Episode]:
     the first round(K * guided_fraction) of a group guided by the bank."""
     cfg, t = run.cfg, run.cfg.train
     guided_k = int(round(t.group_size * cfg.experience.guided_fraction)) if run.use_experience else 0
-    tools = run.use_experience and cfg.experience.search_and_ask
+    tools = run.manager is not None and cfg.experience.search_and_ask
     episodes = []
     for src in run.rl_sources:
         picks = state.rng.choice(len(src.tasks), size=min(t.tasks_per_step, len(src.tasks)),
@@ -69,10 +73,18 @@ def play_training_batch(run: Run, state: RunState) -> list[Episode]:
         guided = [k < guided_k for _ in picks for k in range(t.group_size)]
         episodes += run.engine.play(
             run.train_envs[src.env_name][:len(tasks)], tasks, guided,
-            (lambda q, k: retrieve(run, q, k)) if any(guided) else None,
+            retriever(run, src.env_name, tasks, guided) if any(guided) else None,
             seed=t.seed * 100_003 + state.step,
             ask=(lambda q, k: ask(run, state.step, q, k)) if tools else None)
     return episodes
+
+
+def retriever(run: Run, env_name: str, tasks, guided, record: bool = True):
+    """What guided episodes of ``tasks`` read: the bank (through the
+    experience manager) or, with experience.mode=oracle, their game's plan."""
+    if run.oracle is not None:
+        return oracle_retriever(run.oracle, env_name, tasks, guided)
+    return lambda q, k: retrieve(run, q, k, record)
 
 
 def actor_updates(run: Run, state: RunState, samples) -> dict:
@@ -126,6 +138,8 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
 def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
     """One RL step; returns the state after it and the step's metrics."""
     cfg = run.cfg
+    if run.manager is not None:
+        run.manager.set_actor_step(state.step)
     with run.timings.time("rollout"):
         episodes = play_training_batch(run, state)
     metrics = batch_metrics(episodes, prefix="train/")
@@ -136,6 +150,6 @@ def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
             metrics.update({f"actor/{k}": v for k, v in actor_updates(run, state, samples).items()})
             metrics.update(_self_distillation(run, episodes))
             run.sampler.update_params(run.actor.model)
-    if run.use_experience:
+    if run.manager is not None:
         feed_manager(run, state.step, episodes)
     return dataclasses.replace(state, step=state.step + 1), metrics

@@ -39,6 +39,17 @@ def _alfworld_games(split: str, num_generated: int, seed: int, task_types: tuple
     return tuple(g for g in games if not task_types or g.task_type in task_types)
 
 
+# The expert demonstrates under a looser cap than RL's: a turn cap tight
+# enough to make memory pay would otherwise drop the longer solutions from
+# the demonstrations (and the actor would imitate only the easy games).
+DEMO_TURNS_FACTOR = 3
+
+
+def episode_cap(cfg) -> int:
+    """The turns an RL or evaluation episode may take."""
+    return cfg.env.max_episode_steps or cfg.rollout.max_turns
+
+
 def task_source(env_name: str, split: str, num_generated: int, seed: int, max_steps: int,
                 lenient_actions: bool = False, num_tasks: int | None = None,
                 task_types: tuple = (), room_size: str = "full",

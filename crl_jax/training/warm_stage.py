@@ -14,6 +14,9 @@ import numpy as np
 from crl_jax.rl.learner import Learner
 from crl_jax.training import setup, warmstart
 from crl_jax.training.config import RunConfig
+from crl_jax.training.guided_demos import guided_demos
+from crl_jax.training.logs import progress_bar
+from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap
 from crl_jax.training.warm_cache import WarmStartCache, load_params
 
 log = logging.getLogger(__name__)
@@ -41,15 +44,30 @@ def _publish(cache: WarmStartCache | None, out_dir: str, name: str, learner: Lea
         shutil.rmtree(progress_dir(out_dir, cache, name), ignore_errors=True)
 
 
-def _train_actor(cfg: RunConfig, demos, actor: Learner, tok, out_dir: str,
+def actor_demos(cfg: RunConfig, demos, sources, rng: np.random.Generator) -> list:
+    """The actor's demonstrations: free ones and guided ones (guided_demos.py),
+    per environment of the run."""
+    out = []
+    max_turns = episode_cap(cfg) * DEMO_TURNS_FACTOR
+    for src in sources:
+        mine = [d for d in demos if d.env_name == src.env_name]
+        bar = progress_bar(len([d for d in mine if d.won]), f"guided demos ({src.env_name})",
+                           "game")
+        out += guided_demos(mine, src.make, cfg.warm_start.guided_source,
+                            cfg.warm_start.guided_fraction, max_turns, rng, bar.update)
+        bar.close()
+    return out
+
+
+def _train_actor(cfg: RunConfig, demos, sources, actor: Learner, tok, out_dir: str,
                  cache: WarmStartCache | None) -> list:
-    # Half of the actor's demonstrations carry an experience entry in every
+    # Part of the actor's demonstrations carry an experience line in every
     # mode, so all arms of a comparison can share one warm start (the
     # no-experience baseline simply never sees an "exp:" line later).
     ws, r = cfg.warm_start, cfg.rollout
     rng = np.random.default_rng(ws.seed + 7)
     samples = warmstart.actor_sft_samples(
-        demos, tok, r.history, rng, guided_fraction=0.5, list_actions=r.list_actions,
+        actor_demos(cfg, demos, sources, rng), tok, r.history, rng, list_actions=r.list_actions,
         recovery_fraction=ws.recovery_fraction, obs_chars=r.obs_chars,
         show_first_observation=r.show_first_observation, decision_repeat=ws.decision_repeat,
         ask_fraction=ws.ask_fraction)
@@ -70,8 +88,8 @@ def _train_extractor(cfg: RunConfig, demos, extractor: Learner, ext_tok, out_dir
                                        progress_dir(out_dir, cache, "extractor"))
 
 
-def warm_start_models(cfg: RunConfig, demos, actor: Learner, extractor: Learner | None, tok,
-                      ext_tok, out_dir: str, cache: WarmStartCache | None,
+def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor: Learner | None,
+                      tok, ext_tok, out_dir: str, cache: WarmStartCache | None,
                       resuming: bool = False) -> dict[str, list]:
     """Warm-starts the actor (and the extractor, when the run has one) in
     place; returns their SFT loss curves. Nothing to do for checkpoint
@@ -86,7 +104,7 @@ def warm_start_models(cfg: RunConfig, demos, actor: Learner, extractor: Learner 
     if cache and cache.has("actor"):
         actor.params = load_params(actor.params, cache.weights("actor"))
     else:
-        losses["actor"] = _train_actor(cfg, demos, actor, tok, out_dir, cache)
+        losses["actor"] = _train_actor(cfg, demos, sources, actor, tok, out_dir, cache)
         _publish(cache, out_dir, "actor", actor, losses["actor"])
     if extractor is not None and not cfg.extractor.checkpoint:
         if cache and cache.has("extractor"):

@@ -1,9 +1,9 @@
 """Warm start for the tiny CPU models: expert demonstrations, a tokenizer
 trained on environment text, and supervised data for both models.
 
-The actor learns to imitate the expert from compact prompts (half of them
-carrying an experience entry distilled from another demonstration of a
-similar task, so it learns to read one). The extractor learns to turn a
+The actor learns to imitate the expert from compact prompts, part of them
+carrying an experience line its actions depend on (crl_jax/training/
+guided_demos.py), so it learns to read one. The extractor learns to turn a
 trajectory into an operation: a successful one into an Add of a compact
 plan entry, a failed one into Return. RL then improves both; the warm start
 is kept short so it has room to.
@@ -35,6 +35,26 @@ class Demo:
     won: bool
     task_type: str = ""
     valid: list = dataclasses.field(default_factory=list)  # admissible actions before each action
+    experience: str | None = None  # the line a guided demonstration shows (None: free)
+    source: str = ""  # where that line came from (guided_demos: own, noisyK, peer)
+
+
+def play_expert(env, task, expert, max_turns: int, env_name: str) -> Demo:
+    """One episode of ``expert`` on ``task`` (``expert.act(env)`` each turn)."""
+    obs, info = env.reset(task)
+    expert.reset()
+    observations, actions, valid, won = [obs], [], [tuple(info.admissible_actions)], False
+    for _ in range(max_turns):
+        action = expert.act(env)
+        step = env.step(action)
+        actions.append(action)
+        observations.append(step.observation)
+        valid.append(tuple(step.info.admissible_actions))
+        won = won or step.info.won
+        if step.done or step.info.won:
+            break
+    return Demo(env_name, task, info.goal, observations, actions, bool(won),
+                str(info.extra.get("task_type", "")), valid)
 
 
 def collect_demos(env_name: str, make: Callable[[], object], tasks: Sequence, max_turns: int,
@@ -45,20 +65,7 @@ def collect_demos(env_name: str, make: Callable[[], object], tasks: Sequence, ma
     env, expert = make(), make_expert(expert_name or env_name)
     demos = []
     for task in tasks:
-        obs, info = env.reset(task)
-        expert.reset()
-        observations, actions, valid, won = [obs], [], [tuple(info.admissible_actions)], False
-        for _ in range(max_turns):
-            action = expert.act(env)
-            step = env.step(action)
-            actions.append(action)
-            observations.append(step.observation)
-            valid.append(tuple(step.info.admissible_actions))
-            won = won or step.info.won
-            if step.done or step.info.won:
-                break
-        demos.append(Demo(env_name, task, info.goal, observations, actions, bool(won),
-                          str(info.extra.get("task_type", "")), valid))
+        demos.append(play_expert(env, task, expert, max_turns, env_name))
         if on_episode is not None:
             on_episode()
     env.close()
@@ -117,14 +124,13 @@ def ask_opening(demo: Demo, advice: str) -> tuple[tuple[str, str], ...]:
 
 
 def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.random.Generator,
-                      guided_fraction: float = 0.5, list_actions: str = "none",
-                      recovery_fraction: float = 0.2, obs_chars: int = 240,
-                      show_first_observation: bool = False,
+                      list_actions: str = "none", recovery_fraction: float = 0.2,
+                      obs_chars: int = 240, show_first_observation: bool = False,
                       decision_repeat: int = 1, ask_fraction: float = 0.0) -> list[Sample]:
     """(compact prompt, expert action + EOS) pairs from winning demonstrations.
 
-    A guided demonstration shows the plan entry of another winning demo of the
-    same task type (the kind of entry retrieval would find). With
+    A guided demonstration (``demo.experience`` set, see guided_demos.py)
+    shows its line in every prompt. With
     ``ask_fraction``, that share of the unguided ones opens with a
     search-and-ask call ("ask: <goal>") answered by such an entry, which stays
     in the history of the turns after it, so the actor learns to call the tool
@@ -142,11 +148,9 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
     all_actions = [a for d in wins for a in d.actions] or ["look"]
     samples = []
     for d in wins:
-        experience, opening = None, ()
+        experience, opening = d.experience, ()
         peers = [p for p in by_type[d.task_type] if p is not d] or [d]
-        if rng.random() < guided_fraction:
-            experience = plan_entry(peers[int(rng.integers(len(peers)))])
-        elif ask_fraction > 0 and rng.random() < ask_fraction:  # no draw at 0: same warm start
+        if experience is None and ask_fraction > 0 and rng.random() < ask_fraction:  # no draw at 0
             opening = ask_opening(d, plan_entry(peers[int(rng.integers(len(peers)))]))
             view = demo_view(d, 0, history, list_actions, show_first_observation)
             p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))

@@ -27,7 +27,8 @@ TINY = ModelSpec(hidden_size=128, intermediate_size=384, num_layers=2, num_heads
 
 
 def cpu_config(name: str, envs: tuple, *, max_turns: int, obs_chars: int = 240,
-               list_actions: str = "none", steps: int = 30, tasks_per_step: int = 8,
+               list_actions: str = "none", steps: int = 30, tasks_per_step: int = 4,
+               group_size: int = 8,
                failure_reward: float = 0.0, demos: int = 200, max_new_tokens: int = 12,
                show_first_observation: bool = False, max_prompt_tokens: int = 512,
                warm_start: WarmStartSpec | None = None, **env_kw) -> RunConfig:
@@ -48,13 +49,16 @@ def cpu_config(name: str, envs: tuple, *, max_turns: int, obs_chars: int = 240,
                                   extractor_max_new_tokens=64,
                                   embedder="hashing",
                                   bank=ExperienceConfig(train_batch_size=32, workers=2,
+                                                        recency_clock="steps",
                                                         consolidation_context=1)),
         advantages=AdvantageSpec(mode="split", normalize_std=True, failure_reward=failure_reward),
         # Runs of one warm-start setting share it (experiments/warm_start.py builds one ahead).
         warm_start=warm_start or WarmStartSpec(demos=demos, actor_steps=300, actor_lr=3e-3,
                                                extractor_steps=60, extractor_lr=3e-3, batch=32,
                                                vocab_size=1024, cache_dir=WARM_CACHE),
-        train=TrainSpec(steps=steps, tasks_per_step=tasks_per_step, group_size=4, eval_every=10,
+        # K = 8 rollouts a task: split-GRPO's subgroups then hold 4 episodes each.
+        train=TrainSpec(steps=steps, tasks_per_step=tasks_per_step, group_size=group_size,
+                        eval_every=10,
                         checkpoint_every=10, seed=0, out_dir=f"runs/{name}"),
     )
 
@@ -80,7 +84,9 @@ def paper_config(name: str, envs: tuple, *, max_turns: int, max_new_tokens: int,
         experience=ExperienceSpec(
             mode="comp_rl", guided_fraction=0.5, merge_every=5, search_and_ask=False,
             extractor_train_after=5, extractor_max_new_tokens=2048,
-            embedder=os.path.join(CHECKPOINTS, "Qwen3-Embedding-0.6B"), bank=ExperienceConfig()),
+            embedder=os.path.join(CHECKPOINTS, "Qwen3-Embedding-0.6B"),
+            # Eq. 6's 300 s is about one step of the paper's runs: count steps.
+            bank=ExperienceConfig(recency_clock="steps")),
         advantages=AdvantageSpec(mode="split", normalize_std=True, failure_reward=failure_reward),
         warm_start=WarmStartSpec(demos=0, actor_steps=0, extractor_steps=0),
         train=TrainSpec(steps=steps, tasks_per_step=tasks_per_step, group_size=8, eval_every=16,
@@ -93,8 +99,9 @@ def tiny_rl(cfg: RunConfig, *, demos: int, actor_steps: int, eval_every: int, ta
     """The RL settings the tiny presets were calibrated to (alfworld_cpu's
     docstring says why): lr 5e-4, negative advantages scaled by 0.3, no win
     credit for rejected actions, 2 mini-batches, a 300-step extractor warm
-    start, a fixed task pool; plus each preset's warm-start size, evaluation
-    period and extractor CISPO batch."""
+    start, a fixed task pool disjoint from the warm start's games (RL must meet
+    games the actor has not imitated, or memory has nothing to add); plus each
+    preset's warm-start size, evaluation period and extractor CISPO batch."""
     bank = cfg.experience.bank
     if extractor_batch is not None:
         bank = dataclasses.replace(bank, train_batch_size=extractor_batch)
@@ -107,4 +114,4 @@ def tiny_rl(cfg: RunConfig, *, demos: int, actor_steps: int, eval_every: int, ta
         warm_start=dataclasses.replace(cfg.warm_start, demos=demos, actor_steps=actor_steps,
                                        extractor_steps=300),
         train=dataclasses.replace(cfg.train, eval_every=eval_every, actor_mini_batches=2,
-                                  task_pool=task_pool))
+                                  task_pool=task_pool, pool_disjoint=True))

@@ -3,19 +3,29 @@ procedurally generated games (no downloaded data or checkpoints needed).
 
 Budget arithmetic (2 cores): the actor is a d=128, 2-layer decoder over a
 1,024-token vocabulary fitted to the game text. Games are small rooms
-(env.room_size=small: ~8 receptacles, the expert needs 5.5-11 actions on
-average per task type), all six task types. A compact prompt (goal, the
-room's first description, two history lines, the observation and the
-non-navigation actions) is ~200 tokens and an action ~6 tokens. Warm start:
-1,000 expert games, actor 1,200 SFT steps (~12 minutes), extractor 300
-(~4 minutes; at 60 it wrote plans of other tasks). RL trains on a fixed pool
-of 16 of those games (train.task_pool): at 8 tasks a step each game comes
-back every other step, as the paper's ALFWorld runs revisit their tasks; on
-the whole pool each game is met about once and RL stays flat. A step plays
-8 tasks x 4 rollouts = 32 episodes of at most 20 turns and makes 2 PPO
-mini-batch updates; 20 steps and 5 evaluations on 64 unseen games (with and
-without experience). Measured alone on 2 cores: 23m06s wall (warm start
-15.6 min), peak RSS 3.4 GB.
+(env.room_size=small: ~8 receptacles), all six task types. A compact prompt
+(goal, the room's first description, two history lines, the observation and
+the non-navigation actions) is ~200 tokens and an action ~6 tokens. Warm
+start: 1,000 expert games (under a 30-turn cap), actor 1,200 SFT steps (~12
+minutes), extractor 300 (~4 minutes). RL trains on a fixed pool of 16 other
+games (train.task_pool, train.pool_disjoint: the actor never imitated them):
+a step plays 4 tasks x 8 rollouts = 32 episodes (split-GRPO subgroups of 4)
+and makes 2 PPO mini-batch updates; 20 steps and 5 evaluations on 64 unseen
+games (with and without experience).
+
+A memory regime: the turn cap is 10. `python experiments/expert_turn_cap.py
+--games=300` on these games: the searching expert wins 0.49 of them within 8
+actions, 0.74 within 10, 0.93 within 12 (8.6 actions when it wins); the
+expert that knows the game's own plan wins 0.87 / 1.00 / 1.00 (6.3 actions);
+with 1 wrong step 0.71 / 0.89 / 0.97; with 2, 0.54 / 0.73 / 0.89. The tiny
+actor needs ~1.2x the expert's actions, so at 10 searching often fails and
+knowing where things are wins.
+
+The actor's guided demonstrations (warm_start.guided_source, half of them)
+show the game's own plan followed by the informed expert, the plan with one
+wrong step, or another game's plan the searching expert ignores
+(crl_jax/training/guided_demos.py), so the line predicts the actions exactly
+when it is right.
 
 RL settings for a tiny actor with few wins (see README, "Trainer"): episode-
 balanced turn weights, negative advantages scaled by 0.3 (weighted
@@ -31,8 +41,8 @@ from experiments.configs._common import cpu_config, tiny_rl
 
 
 def get_config():
-    cfg = cpu_config("alfworld_cpu", ("alfworld",), max_turns=20, obs_chars=600,
+    cfg = cpu_config("alfworld_cpu", ("alfworld",), max_turns=10, obs_chars=600,
                      list_actions="non_navigation", show_first_observation=True,
-                     train_split="generated", eval_split="generated_eval", num_generated=1000,
+                     train_split="generated", eval_split="generated_eval", num_generated=1016,
                      num_eval_tasks=64, lenient_actions=True, room_size="small", steps=20)
     return tiny_rl(cfg, demos=1000, actor_steps=1200, eval_every=5, task_pool=16, sdae=True)

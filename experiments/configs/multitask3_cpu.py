@@ -26,7 +26,7 @@ from experiments.configs._common import cpu_config, tiny_rl
 
 def get_config():
     cfg = cpu_config("multitask3_cpu", ("MiniHack-Room-Ultimate-5x5-v0", "webshop", "alfworld"),
-                     max_turns=20, obs_chars=700, max_new_tokens=24, tasks_per_step=4,
+                     max_turns=20, obs_chars=700, max_new_tokens=24, tasks_per_step=2,
                      list_actions="non_navigation", show_first_observation=True,
                      max_prompt_tokens=640, train_split="generated", eval_split="generated_eval",
                      num_generated=1000, num_eval_tasks=32, lenient_actions=True,

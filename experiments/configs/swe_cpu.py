@@ -21,7 +21,7 @@ from experiments.configs._common import WARM_CACHE, cpu_config
 
 def get_config():
     return cpu_config("swe_cpu", ("swe_local",), max_turns=8, obs_chars=1600,
-                      max_new_tokens=128, max_prompt_tokens=1536, steps=10, tasks_per_step=4,
+                      max_new_tokens=128, max_prompt_tokens=1536, steps=10, tasks_per_step=2,
                       show_first_observation=True, train_split="train", eval_split="eval",
                       num_eval_tasks=16,
                       warm_start=WarmStartSpec(demos=64, actor_steps=120, actor_lr=3e-3,

@@ -10,7 +10,7 @@ from crl_jax.experience import ExtractorTrainingBuffer, count_aware_weight, dive
 def test_eq6_scores_match_hand_computation():
     now = 10_000.0
     scores = diversified_scores([0.9, 0.8, 0.7, 0.6], [3, 0, 1, 0], [now - 10, -math.inf, now - 1000, now - 299.5],
-                                now, diversity_lambda=0.4, recency_window_s=300.0)
+                                now, diversity_lambda=0.4, recency_window=300.0)
     # 0.9 - 0.4*ln 4 - 1 ; 0.8 ; 0.7 - 0.4*ln 2 (outside the window) ; 0.6 - 1 (inside the window)
     np.testing.assert_allclose(scores, [-0.6545177444479562, 0.8, 0.42274112777602189, -0.4], rtol=0, atol=1e-12)
     assert list(select_top_k(scores, 2)) == [1, 2]

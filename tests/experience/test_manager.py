@@ -213,3 +213,36 @@ def test_manager_validates_its_inputs(table_embedder):
     with pytest.raises(ValueError, match="reader slots"):
         ExperienceManager(small, table_embedder({}, DIM), config=ExperienceConfig(workers=3))
     small.close(5)
+
+
+def test_a_recency_window_in_steps_gives_eq6_the_numpy_penalties(table_embedder):
+    """recency_clock="steps": the manager's clock is the actor step; an entry
+    retrieved during the last W steps is penalised exactly as the NumPy
+    formula says, and evaluation's unrecorded searches change nothing."""
+    config = ExperienceConfig(workers=2, top_k=1, consolidation_context=0, recency_clock="steps",
+                              recency_window_steps=2)
+    embedder = table_embedder({"q0": E[0], "A": E[0], "B": E[0] + E[1], "C": E[1]}, DIM)
+    bank = ExperienceBank(config, DIM)
+    manager = ExperienceManager(bank, embedder, config=config)
+    with bank, manager:
+        a, b, c = add_abc(bank)
+        manager.set_actor_step(3)
+        assert manager.retrieve("q0")[0].entry.text == "A"  # recorded at step 3
+        bank.flush()
+        for _ in range(3):  # evaluation: not counted as use
+            manager.search("q0", record=False).result(5)
+        bank.flush()
+        assert bank.snapshot.stats[a].retrieval_count == 1
+        assert bank.snapshot.stats[a].last_retrieval_time == 3.0
+
+        def numpy_eq6(step):
+            sims = np.array([1.0, 1 / np.sqrt(2), 0.0])
+            counts = np.array([1.0, 0.0, 0.0])
+            last = np.array([3.0, -np.inf, -np.inf])
+            return sims - 0.4 * np.log1p(counts) - ((step - last) < 2).astype(float)
+
+        for step in (3, 4, 5):  # window 2: A is recent at steps 3 and 4, not at 5
+            manager.set_actor_step(step)
+            got = {r.entry.text: r.score for r in manager.search("q0", k=3, record=False).result(5)}
+            want = dict(zip("ABC", numpy_eq6(step)))
+            assert got == pytest.approx(want, abs=1e-5), step

@@ -158,7 +158,7 @@ def test_decision_repeat_copies_only_decisive_demo_turns(setup):
     decisive = sum(warmstart.is_decision(a) for d in wins for a in d.actions)
     total = sum(len(d.actions) for d in wins)
     assert 0 < decisive < total  # experts both navigate and act
-    kw = dict(history=1, guided_fraction=0.0, recovery_fraction=0.0)
+    kw = dict(history=1, recovery_fraction=0.0)
     once = warmstart.actor_sft_samples(demos, tok, rng=np.random.default_rng(0), **kw)
     thrice = warmstart.actor_sft_samples(demos, tok, rng=np.random.default_rng(0),
                                          decision_repeat=3, **kw)
@@ -234,7 +234,7 @@ def test_ask_fraction_adds_ask_turns_and_leaves_the_default_warm_start_alone(set
 
     plain = actor()
     assert [s.tokens for s in actor(ask_fraction=0.0)] == [s.tokens for s in plain]
-    asked = targets(actor(ask_fraction=1.0, guided_fraction=0.0))
+    asked = targets(actor(ask_fraction=1.0))
     wins = [d for d in demos if d.won]
     assert sum(t.startswith("ask: ") for t in asked) == len(wins)  # one per unguided demo
     assert not any(t.startswith("ask: ") for t in targets(plain))

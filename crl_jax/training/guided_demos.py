@@ -1,0 +1,158 @@
+"""Guided demonstrations whose actions depend on their experience line.
+
+A tiny actor uses its experience line only if its warm start made the line
+predictive of the next action. A guided demonstration therefore draws its
+line from a mix of sources (``warm_start.guided_source``, e.g.
+"own:2,noisy1:1,peer:1"):
+
+  own      the game's own plan, played by the informed expert, which goes
+           first where the plan says (ALFWorld: crl_jax.envs.alfworld_expert);
+  noisyK   the own plan with K steps made wrong: the informed expert follows
+           the right steps and searches where a step is wrong;
+  peer     the plan of another game of the same task type, played by the
+           searching expert, which ignores it (a line to learn to distrust).
+
+In environments without an informed expert the demonstration of the game
+itself follows its own plan (the plan is made of its actions), so "own" and
+"noisyK" reuse it with the (corrupted) line.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Callable, Sequence
+
+import numpy as np
+
+from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert, room_receptacles
+from crl_jax.training.warmstart import Demo, play_expert, plan_entry
+
+_SOURCE = re.compile(r"^(own|peer|noisy([1-9]\d*))$")
+_NAMED = re.compile(r"^(take .+? from |open |move .+? to |(?:heat|cool|clean) .+? with )(.+)$")
+
+
+def parse_mix(text: str) -> list[tuple[str, float]]:
+    """"own:2,noisy1:1,peer:1" -> [(source, probability), ...]."""
+    mix = []
+    for part in text.split(","):
+        name, _, weight = part.strip().partition(":")
+        if not _SOURCE.match(name):
+            raise ValueError(f"guided source {name!r}: valid are own, peer and noisyK (K >= 1), "
+                             f"as 'name:weight' pairs separated by commas")
+        try:
+            w = float(weight) if weight else 1.0
+        except ValueError:
+            raise ValueError(f"guided source {part!r}: the weight must be a number") from None
+        if w < 0:
+            raise ValueError(f"guided source {part!r}: the weight must be >= 0")
+        mix.append((name, w))
+    total = sum(w for _, w in mix)
+    if not mix or total <= 0:
+        raise ValueError(f"guided source {text!r} gives no source a positive weight")
+    return [(name, w / total) for name, w in mix]
+
+
+def noise_of(source: str) -> int:
+    m = _SOURCE.match(source)
+    return int(m.group(2)) if m and m.group(2) else 0
+
+
+def plan_steps(entry: str) -> list[str]:
+    """The steps of a plan entry "<goal>: step > step > ..."."""
+    _, _, steps = entry.partition(": ")
+    return [s.strip() for s in steps.split(" > ") if s.strip()]
+
+
+def corrupt_plan(entry: str, k: int, rng: np.random.Generator,
+                 receptacles: Sequence[str] = (), alternatives: Sequence[str] = ()) -> str:
+    """``entry`` with exactly ``min(k, steps)`` steps made wrong. A step that
+    names a receptacle (ALFWorld) gets another receptacle of the room, the
+    same kind first ("countertop 2" -> "countertop 1"), so it sends the
+    actor to the wrong place; any other step becomes another action."""
+    goal, _, _ = entry.partition(": ")
+    steps = plan_steps(entry)
+    picks = rng.choice(len(steps), size=min(k, len(steps)), replace=False) if steps else []
+    for i in sorted(int(p) for p in picks):
+        steps[i] = _wrong_step(steps[i], rng, receptacles, alternatives)
+    return f"{goal}: " + " > ".join(steps)
+
+
+def _wrong_step(step: str, rng, receptacles, alternatives) -> str:
+    m = _NAMED.match(step)
+    if m and len(receptacles) > 1:
+        head, rec = m.groups()
+        kind = rec.rsplit(" ", 1)[0]
+        others = [r for r in receptacles if r != rec]
+        same = [r for r in others if r.rsplit(" ", 1)[0] == kind]
+        pool = same or others
+        return head + pool[int(rng.integers(len(pool)))]
+    others = [a for a in alternatives if a != step] or [f"{step} again"]
+    return others[int(rng.integers(len(others)))]
+
+
+def informed(env_name: str) -> bool:
+    """Whether ``env_name`` has an expert that follows a plan."""
+    return env_name.startswith("alfworld")
+
+
+def guided_demo(demo: Demo, source: str, make: Callable[[], object], max_turns: int,
+                peers: Sequence[Demo], rng: np.random.Generator,
+                alternatives: Sequence[str] = ()) -> Demo:
+    """The guided demonstration of ``demo``'s game for ``source``."""
+    if source == "peer":
+        others = [p for p in peers if p is not demo] or [demo]
+        line = plan_entry(others[int(rng.integers(len(others)))])
+        return dataclasses.replace(demo, experience=line, source="peer")
+    k = noise_of(source)
+    if not informed(demo.env_name):
+        line = plan_entry(demo)
+        if k:
+            line = corrupt_plan(line, k, rng, (), alternatives)
+        return dataclasses.replace(demo, experience=line, source=source)
+    env = make()
+    try:
+        clean = own_plan_demo(env, demo, max_turns)
+        line = plan_entry(clean)
+        if not k:
+            return dataclasses.replace(clean, experience=line, source=source)
+        line = corrupt_plan(line, k, rng, room_receptacles(demo.observations[0]), alternatives)
+        played = play_expert(env, demo.task, AlfWorldEnvExpert(plan_steps(line)), max_turns,
+                             demo.env_name)
+    finally:
+        env.close()
+    return dataclasses.replace(played, experience=line, source=source)
+
+
+def own_plan_demo(env, demo: Demo, max_turns: int) -> Demo:
+    """The game played by the informed expert along the searching expert's
+    plan: the direct path, without the searching demo's detours. Its plan
+    entry is the game's own plan (what an ideal bank entry says)."""
+    return play_expert(env, demo.task, AlfWorldEnvExpert(plan_steps(plan_entry(demo))),
+                       max_turns, demo.env_name)
+
+
+def guided_demos(demos: Sequence[Demo], make: Callable[[], object], mix: str,
+                 guided_fraction: float, max_turns: int, rng: np.random.Generator,
+                 on_demo: Callable[[], None] | None = None) -> list[Demo]:
+    """The actor's warm-start demonstrations: each won searching demo is free
+    (no line) or, with probability ``guided_fraction``, replaced by a guided
+    one from the mix. Lost guided replays are dropped (they teach nothing)."""
+    sources = parse_mix(mix)
+    names, probs = [s for s, _ in sources], np.array([p for _, p in sources])
+    wins = [d for d in demos if d.won]
+    by_type: dict[str, list[Demo]] = {}
+    for d in wins:
+        by_type.setdefault(d.task_type, []).append(d)
+    alternatives = sorted({a for d in wins for a in d.actions})
+    out = []
+    for d in wins:
+        if rng.random() < guided_fraction:
+            source = names[int(rng.choice(len(names), p=probs))]
+            g = guided_demo(d, source, make, max_turns, by_type[d.task_type], rng, alternatives)
+            if g.won:
+                out.append(g)
+        else:
+            out.append(d)
+        if on_demo is not None:
+            on_demo()
+    return out

@@ -1,0 +1,60 @@
+"""``experience.mode=oracle``: a control for the actor, not a method.
+
+Retrieval returns the expert's plan of the episode's own game (training pool
+and evaluation games alike), made wrong in ``experience.oracle_noise`` steps;
+there is no extractor and no bank. It measures the best that experience of
+this form could do for the actor, and how good an entry must be to pay:
+against it, Comp. RL's bank can only be as useful as its entries are close
+to these.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from crl_jax.envs.alfworld_expert import room_receptacles
+from crl_jax.envs.registry import make_expert
+from crl_jax.training.guided_demos import corrupt_plan, informed, own_plan_demo
+from crl_jax.training.logs import progress_bar
+from crl_jax.training.warmstart import play_expert, plan_entry
+
+
+def oracle_plans(sources, noise: int, max_turns: int, seed: int,
+                 limit: int | None = None) -> dict[tuple[str, object], str]:
+    """{(environment, task): the game's plan with ``noise`` wrong steps} for
+    every task of ``sources`` (the first ``limit`` of each). The wrong steps
+    are drawn once per game, from ``seed``: a game always gets the same entry."""
+    plans = {}
+    for src in sources:
+        tasks = src.tasks[:limit] if limit else src.tasks
+        env, expert = src.make(), make_expert(src.expert)
+        bar = progress_bar(len(tasks), f"oracle plans ({src.env_name})", "game")
+        for i, task in enumerate(tasks):
+            demo = play_expert(env, task, expert, max_turns * 3, src.env_name)
+            if informed(src.env_name):
+                demo = own_plan_demo(env, demo, max_turns * 3)
+            line = plan_entry(demo)
+            if noise:
+                rng = np.random.default_rng([seed, i])
+                alternatives = sorted(set(demo.actions))
+                line = corrupt_plan(line, noise, rng, room_receptacles(demo.observations[0]),
+                                    alternatives)
+            plans[(src.env_name, task)] = line
+            bar.update(1)
+        bar.close()
+        env.close()
+    return plans
+
+
+def oracle_retriever(plans: dict, env_name: str, tasks: Sequence, guided: Sequence[bool]):
+    """A rollout retriever that answers the guided episodes of ``tasks`` (in
+    order, as RolloutEngine.play asks) with their own game's plan."""
+    wanted = [t for t, g in zip(tasks, guided) if g]
+
+    def retrieve(queries, keys):
+        if len(queries) != len(wanted):
+            raise ValueError(f"{len(queries)} queries for {len(wanted)} guided episodes")
+        return [(plans[(env_name, t)], None) for t in wanted]
+
+    return retrieve

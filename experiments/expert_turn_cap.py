@@ -1,0 +1,95 @@
+"""How much knowing the plan is worth to the expert, by turn cap: the
+searching expert against the informed expert given the game's own plan
+(and that plan with 1 and 2 wrong steps), on a preset's training games.
+
+    python experiments/expert_turn_cap.py --config=alfworld_cpu [--games=300] [--caps=8,10,12,15,20]
+
+A game counts as won at cap c when the expert wins within c actions. The
+cap at which searching often fails and the informed expert still wins is
+the one that makes memory pay (issue: a memory regime where it must pay).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from typing import Annotated
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import tyro  # noqa: E402
+
+from crl_jax.training import config_io  # noqa: E402
+from crl_jax.training.config import RunConfig  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """The preset whose games to play, and what to report."""
+
+    cfg: Annotated[RunConfig, tyro.conf.arg(name=""), tyro.conf.FlagConversionOff]
+    config: str = "alfworld_cpu"
+    """The preset: a module of experiments/configs/."""
+    games: int = 300
+    """Training games to play (the first ones of the preset's pool)."""
+    caps: tuple[int, ...] = (8, 10, 12, 15, 20)
+    """Turn caps to report."""
+    longest: int = 60
+    """The turn cap the experts play under (above every reported cap)."""
+
+
+def measure(cfg: RunConfig, games: int, longest: int, seed: int = 0) -> dict[str, list]:
+    """Actions each expert needed per game (None: lost within ``longest``)."""
+    from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert
+    from crl_jax.envs.registry import make_expert
+    from crl_jax.training.components import task_sources
+    from crl_jax.training.guided_demos import corrupt_plan, own_plan_demo, plan_steps
+    from crl_jax.envs.alfworld_expert import room_receptacles
+    from crl_jax.training.warmstart import play_expert, plan_entry
+
+    src = task_sources(dataclasses.replace(cfg, env=dataclasses.replace(
+        cfg.env, max_episode_steps=longest)), cfg.env.train_split, None)[0]
+    env, rng = src.make(), np.random.default_rng(seed)
+    out: dict[str, list] = {"searching": [], "own plan": [], "1 wrong step": [],
+                            "2 wrong steps": []}
+    for task in src.tasks[:games]:
+        demo = play_expert(env, task, make_expert(src.expert), longest, src.env_name)
+        out["searching"].append(len(demo.actions) if demo.won else None)
+        plan = plan_entry(own_plan_demo(env, demo, longest))
+        rooms = room_receptacles(demo.observations[0])
+        for name, k in (("own plan", 0), ("1 wrong step", 1), ("2 wrong steps", 2)):
+            line = corrupt_plan(plan, k, rng, rooms) if k else plan
+            d = play_expert(env, task, AlfWorldEnvExpert(plan_steps(line)), longest, src.env_name)
+            out[name].append(len(d.actions) if d.won else None)
+    env.close()
+    return out
+
+
+def report(results: dict[str, list], caps: tuple[int, ...]) -> str:
+    lines = ["| expert | " + " | ".join(f"won within {c}" for c in caps)
+             + " | won at all | actions when won |",
+             "|---|" + "---|" * (len(caps) + 2)]
+    for name, counts in results.items():
+        won = [n for n in counts if n is not None]
+        cells = [f"{sum(n <= c for n in won) / len(counts):.2f}" for c in caps]
+        lines.append(f"| {name} | " + " | ".join(cells)
+                     + f" | {len(won) / len(counts):.2f} | {np.mean(won):.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    command = config_io.parse_preset_command(Command, sys.argv[1:] if argv is None else argv,
+                                             "alfworld_cpu", __doc__)
+    if not command.cfg.env.names[0].startswith("alfworld"):
+        print("error: the informed expert exists for ALFWorld only", file=sys.stderr)
+        return 2
+    results = measure(command.cfg, command.games, command.longest)
+    print(f"{command.games} training games of {command.config} "
+          f"(room size {command.cfg.env.room_size}):")
+    print(report(results, command.caps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

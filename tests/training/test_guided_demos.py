@@ -1,0 +1,109 @@
+"""Experience the actor can read: the informed expert, guided demonstrations,
+the oracle control and a warm start kept apart from the RL pool."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert, plan_receptacles, room_receptacles
+from crl_jax.envs.registry import make_env, make_expert
+from crl_jax.training import config_io
+from crl_jax.training.components import collect_demos, task_pool, task_sources
+from crl_jax.training.guided_demos import (corrupt_plan, guided_demos, own_plan_demo, parse_mix,
+                                           plan_steps)
+from crl_jax.training.oracle import oracle_plans, oracle_retriever
+from crl_jax.training.warmstart import play_expert, plan_entry
+
+
+def _games(n: int, room_size: str):
+    from crl_jax.envs.alfworld_generator import generate_games
+    return make_env("alfworld", games=generate_games(n, seed=3, room_size=room_size),
+                    max_steps=120)
+
+
+@pytest.mark.parametrize("room_size, n", [("small", 40), ("full", 12)])
+def test_the_informed_expert_wins_every_game_with_its_plan_in_no_more_actions(room_size, n):
+    env = _games(n, room_size)
+    fewer = 0
+    for task in range(n):
+        searching = play_expert(env, task, make_expert("alfworld"), 120, "alfworld")
+        assert searching.won
+        plan = plan_steps(plan_entry(searching))
+        informed = play_expert(env, task, AlfWorldEnvExpert(plan), 120, "alfworld")
+        assert informed.won, (task, plan, informed.actions)
+        assert len(informed.actions) <= len(searching.actions), (task, searching.actions,
+                                                                 informed.actions)
+        fewer += len(informed.actions) < len(searching.actions)
+    assert fewer >= n // 4  # knowing the plan shortens many games, not just a few
+
+
+def test_a_corrupted_plan_has_exactly_k_wrong_steps():
+    env = _games(8, "small")
+    rng = np.random.default_rng(0)
+    for task in range(8):
+        demo = own_plan_demo(env, play_expert(env, task, make_expert("alfworld"), 60, "alfworld"),
+                             60)
+        rooms = room_receptacles(demo.observations[0])
+        plan = plan_entry(demo)
+        for k in range(len(plan_steps(plan)) + 1):
+            bad = corrupt_plan(plan, k, rng, rooms)
+            assert bad.split(": ")[0] == plan.split(": ")[0]  # the goal stays
+            diff = [(a, b) for a, b in zip(plan_steps(plan), plan_steps(bad)) if a != b]
+            assert len(diff) == k
+            for right, wrong in diff:  # a step that names a place names another place
+                if plan_receptacles([right]):
+                    assert plan_receptacles([wrong])[0] in rooms
+                    assert plan_receptacles([wrong]) != plan_receptacles([right])
+
+
+def test_guided_demo_sources_follow_or_ignore_their_line():
+    env = _games(30, "small")
+    demos = [play_expert(env, t, make_expert("alfworld"), 60, "alfworld") for t in range(30)]
+    rng = np.random.default_rng(1)
+    own = guided_demos(demos, lambda: _games(30, "small"), "own:1", 1.0, 60, rng)
+    assert own and all(d.source == "own" and d.experience == plan_entry(d) for d in own)
+    peer = guided_demos(demos, lambda: _games(30, "small"), "peer:1", 1.0, 60, rng)
+    by_task = {d.task: d for d in demos}
+    for d in peer:  # the searching expert's own actions, another game's plan
+        assert d.actions == by_task[d.task].actions and d.experience != plan_entry(d)
+    free = guided_demos(demos, lambda: _games(30, "small"), "own:1", 0.0, 60, rng)
+    assert all(d.experience is None for d in free) and len(free) == sum(d.won for d in demos)
+
+
+@pytest.mark.parametrize("text, error", [("own:1,bogus:1", "bogus"), ("own:x", "number"),
+                                         ("own:0", "positive"), ("noisy0:1", "noisy0")])
+def test_a_bad_mix_names_what_is_valid(text, error):
+    with pytest.raises(ValueError, match=error):
+        parse_mix(text)
+    assert parse_mix("own:2,noisy1:1,peer:1") == [("own", 0.5), ("noisy1", 0.25), ("peer", 0.25)]
+
+
+def test_the_oracle_returns_the_own_games_plan_with_exactly_k_wrong_steps():
+    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"), [
+        "env.num_generated=24", "train.task_pool=4", "experience.mode=oracle"])
+    src = task_pool(cfg, task_sources(cfg, "generated", None)[0])
+    clean = oracle_plans([src], 0, 10, seed=0)
+    noisy = oracle_plans([src], 2, 10, seed=0)
+    env = src.make()
+    for task in src.tasks:
+        demo = play_expert(env, task, make_expert("alfworld"), 30, "alfworld")
+        assert clean[("alfworld", task)] == plan_entry(own_plan_demo(env, demo, 30))
+        a, b = plan_steps(clean[("alfworld", task)]), plan_steps(noisy[("alfworld", task)])
+        assert sum(x != y for x, y in zip(a, b)) == min(2, len(a))
+    assert oracle_plans([src], 2, 10, seed=0) == noisy  # one fixed entry per game
+    retrieve = oracle_retriever(noisy, "alfworld", src.tasks, [True, False, True, False])
+    assert retrieve(["q", "q"], ["alfworld"] * 2) == [
+        (noisy[("alfworld", src.tasks[0])], None), (noisy[("alfworld", src.tasks[2])], None)]
+
+
+def test_a_disjoint_pool_shares_no_game_with_the_warm_start():
+    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"), [
+        "env.num_generated=40", "warm_start.demos=36", "train.task_pool=6"])
+    assert cfg.train.pool_disjoint  # the CPU presets keep them apart
+    src = task_sources(cfg, "generated", None)[0]
+    demos = collect_demos(cfg, [src])
+    pool = set(task_pool(cfg, src).tasks)
+    assert len(pool) == 6 and len(demos) == 34
+    assert not pool & {d.task for d in demos}
+    together = config_io.apply_overrides(cfg, ["train.pool_disjoint=false"])
+    assert pool & {d.task for d in collect_demos(together, [src])}
