@@ -101,6 +101,10 @@ def collect_demos(cfg: RunConfig, sources: list[TaskSource]) -> list:
         if cfg.train.pool_disjoint:
             pool = set(task_pool(cfg, src).tasks)
             src = dataclasses.replace(src, tasks=[t for t in src.tasks if t not in pool])
+            if not src.tasks:
+                raise ValueError(f"train.pool_disjoint: the RL pool takes all {len(pool)} training "
+                                 f"tasks of {src.env_name}, none is left to demonstrate; make "
+                                 "train.task_pool smaller or the training split larger")
         picks = rng.choice(len(src.tasks), size=min(per_env, len(src.tasks)), replace=False)
         tasks = [src.tasks[i] for i in picks]
         bar = progress_bar(len(tasks), f"expert demos ({src.env_name})", "game")
@@ -187,8 +191,10 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     if cfg.experience.mode == "oracle":
         max_turns = episode_cap(cfg)
         noise, seed = cfg.experience.oracle_noise, cfg.warm_start.seed
-        oracle = {**oracle_plans(rl_sources, noise, max_turns, seed),
-                  **oracle_plans(eval_sources, noise, max_turns, seed, cfg.env.num_eval_tasks)}
+        peer = cfg.experience.oracle_source == "peer"
+        oracle = {**oracle_plans(rl_sources, noise, max_turns, seed, peer=peer),
+                  **oracle_plans(eval_sources, noise, max_turns, seed, cfg.env.num_eval_tasks,
+                                 peer=peer)}
     return Run(cfg=cfg, out_dir=out_dir, train_sources=train_sources,
                eval_sources=eval_sources, rl_sources=rl_sources, demos=demos, oracle=oracle,
                tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor,

@@ -101,6 +101,8 @@ class ExperienceSpec:
     oracle (a control: the own game's plan as the entry; see above)."""
     oracle_noise: int = 0
     """mode=oracle: wrong steps in each plan the oracle returns."""
+    oracle_source: Literal["own", "peer"] = "own"
+    """mode=oracle: the episode's own game's plan, or another game's (a null for the line)."""
     guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
     merge_every: int = 5  # actor steps; 0 = no merge (ablation)
     # Who decides a merge: the extractor (paper) or exact-duplicate removal
@@ -216,9 +218,14 @@ class TrainSpec:
     """Draw the RL pool (train.task_pool) first and the warm start's demonstrations
     from the other training tasks, so RL meets games the actor never imitated."""
     eval_every: int = 10
+    """Evaluate on held-out games every this many RL steps, at the end and before
+    the first (0: never)."""
     checkpoint_every: int = 10
+    """Save a checkpoint every this many RL steps and at the end (0: never)."""
     seed: int = 0
+    """The RL seed: task picks, sampling, mini-batch order (warm_start.seed: all before RL)."""
     out_dir: str = "runs/default"
+    """The run directory (run.py's --out_dir sets it)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,11 +21,14 @@ from crl_jax.training.warmstart import play_expert, plan_entry
 
 
 def oracle_plans(sources, noise: int, max_turns: int, seed: int,
-                 limit: int | None = None) -> dict[tuple[str, object], str]:
+                 limit: int | None = None, peer: bool = False) -> dict[tuple[str, object], str]:
     """{(environment, task): the game's plan with ``noise`` wrong steps} for
     every task of ``sources`` (the first ``limit`` of each). The wrong steps
-    are drawn once per game, from ``seed``: a game always gets the same entry."""
-    plans = {}
+    are drawn once per game, from ``seed``: a game always gets the same entry.
+    ``peer``: each game gets instead the plan of another of these games, of
+    the same task type where there is one (a line as informative as a bank
+    that retrieves the wrong game)."""
+    plans, types = {}, {}
     for src in sources:
         tasks = src.tasks[:limit] if limit else src.tasks
         env, expert = src.make(), make_expert(src.expert)
@@ -41,10 +44,22 @@ def oracle_plans(sources, noise: int, max_turns: int, seed: int,
                 line = corrupt_plan(line, noise, rng, room_receptacles(demo.observations[0]),
                                     alternatives)
             plans[(src.env_name, task)] = line
+            types[(src.env_name, task)] = demo.task_type
             bar.update(1)
         bar.close()
         env.close()
-    return plans
+    return _peer_plans(plans, types, seed) if peer else plans
+
+
+def _peer_plans(plans: dict, types: dict, seed: int) -> dict:
+    rng = np.random.default_rng([seed, 7])
+    keys = list(plans)
+    out = {}
+    for key in keys:
+        others = [k for k in keys if k != key and k[0] == key[0]]
+        same = [k for k in others if types[k] == types[key]] or others or [key]
+        out[key] = plans[same[int(rng.integers(len(same)))]]
+    return out
 
 
 def oracle_retriever(plans: dict, env_name: str, tasks: Sequence, guided: Sequence[bool]):

@@ -42,9 +42,17 @@ def _at(rows: dict[int, dict], key: str, step: int) -> str:
 
 
 def run_table(title: str, preset: str, overrides: tuple[str, ...], seed: int = 0) -> list[str]:
-    from experiments.figures.common import Arm, run_dir
+    from experiments.figures.common import Arm, run_dir, stale_settings
     arm = Arm(title, preset, overrides, seed)
-    rows = _rows(run_dir(arm, RUNS))
+    where = run_dir(arm, RUNS)
+    if not os.path.exists(os.path.join(where, "metrics.jsonl")):
+        return [f"*{title}*: no record yet with today's settings (`{arm.run_name}`).", ""]
+    stale = stale_settings(arm, where)
+    if stale:
+        return [f"*{title}*: record `{arm.run_name}` was made with earlier settings "
+                f"({'; '.join(stale[:3])}{'; ...' if len(stale) > 3 else ''}); not shown until "
+                "it is made again.", ""]
+    rows = _rows(where)
     lines = [f"*{title}*, record `{arm.run_name}`:", "",
              "| | " + " | ".join(f"step {s}" for s in STEPS) + " |",
              "|---|" + "---|" * len(STEPS)]

@@ -38,10 +38,10 @@ from experiments.figures import readme_block  # noqa: E402
 from experiments.figures.results_doc import write_results  # noqa: E402
 from experiments.figures.sweep import run_arms  # noqa: E402
 
-SCRIPTS = ("fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask", "fig9",
-           "fig5_ablations", "sdae")
-ALIASES = {"fig3": "fig3_pilot", "fig6": "fig6_success", "fig7": "fig7_actions",
-           "table1": "table1_multitask", "fig5": "fig5_ablations"}
+SCRIPTS = ("oracle_ladder", "fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask",
+           "fig9", "fig5_ablations", "sdae")
+ALIASES = {"ladder": "oracle_ladder", "fig3": "fig3_pilot", "fig6": "fig6_success",
+           "fig7": "fig7_actions", "table1": "table1_multitask", "fig5": "fig5_ablations"}
 
 flags.DEFINE_enum("budget", "quick", list(common.BUDGETS), "run budget")
 flags.DEFINE_string("root", "", "directory of the run directories (default: the budget's, "

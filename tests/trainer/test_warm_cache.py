@@ -210,14 +210,24 @@ def test_named_tensors_load_by_name_and_refuse_a_mismatch(tmp_path):
         load_params({"a": jax.numpy.ones(4), "b": jax.numpy.ones(3)}, path)
 
 
-def test_committed_records_keep_their_warm_start_key():
-    """Figure records made under the older key scheme are checked in that
-    scheme: today's settings give the very key each record holds."""
+def test_records_of_the_older_key_scheme_are_checked_in_that_scheme(tmp_path):
+    """A figure record made before WarmStartInputs holds a key of the older
+    scheme: it is compared with today's settings in that scheme, so it stays
+    current until a setting it was made with changes."""
+    from crl_jax.training.config_io import save_config_json
+    from crl_jax.training.warm_cache import legacy_warm_start_key, record_warm_start
     from experiments.figures import common
-    root = os.path.join(os.path.dirname(common.__file__), "runs")
     arm = common.Arm("baseline", "alfworld_cpu", ("experience.mode=none",), 0)
-    recorded = recorded_warm_start(common.run_dir(arm, root))
-    assert recorded and "-ws6-" not in recorded
-    assert key_in_scheme_of(recorded, common.arm_config(arm)) == recorded
-    assert key_in_scheme_of(warm_start_key(common.arm_config(arm)),
-                            common.arm_config(arm)) == warm_start_key(common.arm_config(arm))
+    cfg = common.arm_config(arm)
+    old = legacy_warm_start_key(cfg)
+    assert "-ws6-" not in old and old.startswith("alfworld_cpu-")
+    assert key_in_scheme_of(old, cfg) == old
+    assert key_in_scheme_of(warm_start_key(cfg), cfg) == warm_start_key(cfg)
+    run = common.run_dir(arm, str(tmp_path))
+    os.makedirs(run)
+    save_config_json(cfg, os.path.join(run, "config.json"))
+    record_warm_start(run, old)
+    assert common.stale_settings(arm, run) == []
+    changed = common.Arm("baseline", "alfworld_cpu", ("experience.mode=none",
+                                                      "warm_start.actor_steps=5"), 0)
+    assert legacy_warm_start_key(common.arm_config(changed)) != old

@@ -91,6 +91,8 @@ def test_the_oracle_returns_the_own_games_plan_with_exactly_k_wrong_steps():
         a, b = plan_steps(clean[("alfworld", task)]), plan_steps(noisy[("alfworld", task)])
         assert sum(x != y for x, y in zip(a, b)) == min(2, len(a))
     assert oracle_plans([src], 2, 10, seed=0) == noisy  # one fixed entry per game
+    peers = oracle_plans([src], 0, 10, seed=0, peer=True)
+    assert all(peers[key] != clean[key] and peers[key] in clean.values() for key in clean)
     retrieve = oracle_retriever(noisy, "alfworld", src.tasks, [True, False, True, False])
     assert retrieve(["q", "q"], ["alfworld"] * 2) == [
         (noisy[("alfworld", src.tasks[0])], None), (noisy[("alfworld", src.tasks[2])], None)]

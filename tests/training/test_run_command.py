@@ -122,7 +122,8 @@ def test_warm_start_stage_builds_the_entry_a_run_then_loads(tmp_path):
 
     tiny = [f"--warm_start.cache_dir={tmp_path}", "--warm_start.demos=4",
             "--warm_start.actor_steps=2", "--warm_start.extractor_steps=1", "--warm_start.batch=4",
-            "--warm_start.vocab_size=400", "--rollout.max_turns=3", "--env.num_generated=4"]
+            "--warm_start.vocab_size=400", "--rollout.max_turns=3", "--env.num_generated=12",
+            "--train.task_pool=4"]
     stage = os.path.join(ROOT, "experiments", "warm_start.py")
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     done = subprocess.run([sys.executable, stage, *tiny], capture_output=True, text=True, env=env,

@@ -1,0 +1,117 @@
+"""Beyond the paper, before it: does the actor read its experience? The
+oracle ladder (experience.mode=oracle: the episode's own game's plan as the
+entry, with 0, 1 or 2 wrong steps, or another game's plan) against no
+experience, from one warm start. Guided and free episodes of the same step
+are compared: if the own plan does not make guided episodes win more often,
+or with fewer actions, no bank can, and the setup is what needs fixing.
+
+    python experiments/figures/oracle_ladder.py --budget=full
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import numpy as np  # noqa: E402
+
+from experiments.figures import aggregate, common, plots  # noqa: E402
+from experiments.figures.ablation import Variant, variant_arms  # noqa: E402
+from experiments.figures.script import attempt, figure_main, fmt, report  # noqa: E402
+
+PRESETS = ("alfworld_cpu", "minihack_room_cpu")
+VARIANTS = (Variant("Oracle, own plan", "oracle", ("experience.oracle_noise=0",)),
+            Variant("Oracle, 1 wrong step", "oracle", ("experience.oracle_noise=1",)),
+            Variant("Oracle, 2 wrong steps", "oracle", ("experience.oracle_noise=2",)),
+            Variant("Oracle, another game's plan", "oracle", ("experience.oracle_source=peer",)),
+            Variant("No experience (GRPO)", "none"))
+WINDOW = 5  # steps averaged at the start and the end of training
+
+
+def _plan(budget: str):
+    """(presets, variants) of a budget: the quick budget only checks the
+    machinery, with the own-plan oracle and its null on ALFWorld."""
+    if budget == "quick":
+        return PRESETS[:1], (VARIANTS[0], VARIANTS[-1])
+    return PRESETS, VARIANTS
+
+
+def arms(budget: str):
+    presets, variants = _plan(budget)
+    return [a for p in presets for a in variant_arms(p, budget, variants)]
+
+
+def _window(rows, key: str, first: bool) -> float:
+    pts = sorted((int(r["step"]), float(r[key])) for r in rows if key in r and r["step"] > 0)
+    part = pts[:WINDOW] if first else pts[-WINDOW:]
+    return float(np.mean([v for _, v in part])) if part else float("nan")
+
+
+def _seed_mean(runs: dict, key: str, first: bool) -> tuple[float, list[float]]:
+    per = [_window(rows, key, first) for _, rows in sorted(runs.items())]
+    return float(np.nanmean(per)) if per else float("nan"), per
+
+
+def _cells(runs: dict) -> list[str]:
+    """guided - free success (first and last steps), actions when won free / guided."""
+    out = []
+    for first in (True, False):
+        g, gs = _seed_mean(runs, "train/success_guided", first)
+        f, fs = _seed_mean(runs, "train/success_free", first)
+        per = ", ".join(fmt(a - b) for a, b in zip(gs, fs))
+        out.append(f"{fmt(g)} / {fmt(f)} ({'+' if g >= f else ''}{fmt(g - f)}; seeds {per})")
+    ag, _ = _seed_mean(runs, "train/actions_when_won_guided", False)
+    af, _ = _seed_mean(runs, "train/actions_when_won_free", False)
+    out.append(f"{fmt(af, 1)} / {fmt(ag, 1)} = {fmt(af / ag)}x" if ag == ag and ag else "n/a")
+    return out
+
+
+def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list) -> tuple:
+    variants = _plan(budget)[1]
+    arms_here = variant_arms(preset, budget, variants)
+    runs, more = common.load_runs(arms_here, root)
+    notes += more
+    panels = []
+    for key, title in (("train/success_guided", "guided episodes, training pool"),
+                       ("train/success_free", "free episodes, training pool"),
+                       ("eval_with_exp/success", "held-out games, with experience")):
+        series = {}
+        for v in variants:
+            c = attempt(notes, f"{preset} {v.label} {key}", aggregate.seed_curves,
+                        runs.get(v.label, {}), key) if runs.get(v.label) else None
+            if c:
+                series[v.label] = c
+        panels.append({"title": f"{preset}: {title}", "ylabel": "success rate", "series": series})
+    rows = []
+    for v in variants:
+        mine = runs.get(v.label, {})
+        seeds = ", ".join(str(s) for s in sorted(mine)) or "-"
+        rows.append([v.label, seeds, *(_cells(mine) if mine and v.mode != "none" else
+                                       ["-", "-", "-"])])
+    table = {"caption": f"{preset}: training success of guided / free episodes (difference; "
+                        f"per seed), mean of the first and of the last {WINDOW} RL steps over "
+                        "seeds; actions of won episodes, free / guided, last steps. Goal of the "
+                        "own plan: +0.15 or more, and 1.3x fewer actions.",
+             "columns": ["arm", "seeds", f"first {WINDOW} steps", f"last {WINDOW} steps",
+                         "actions when won, free / guided"],
+             "rows": rows}
+    return panels, table, arms_here
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    notes, panels, tables, every = [], [], [], []
+    for preset in _plan(budget)[0]:
+        p, t, a = preset_figure(preset, budget, root, out_dir, notes)
+        panels += p
+        tables.append(t)
+        every += a
+    name = "oracle_ladder"
+    plots.plot_curves(os.path.join(out_dir, name), "Oracle ladder: own-game plans as experience "
+                      "(mean over seeds, band min..max)", panels)
+    return [report(name, "Oracle ladder: does the actor read its experience?", out_dir, tables,
+                   notes, {}, every, root)]
+
+
+if __name__ == "__main__":
+    figure_main(sys.modules[__name__])
