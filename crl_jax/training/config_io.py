@@ -52,9 +52,10 @@ def list_presets(package: str = PRESETS_PACKAGE) -> list[str]:
 
 
 def preset_summary(name: str, package: str = PRESETS_PACKAGE) -> str:
-    """The first line of a preset module's docstring."""
-    doc = importlib.import_module(f"{package}.{name}").__doc__ or ""
-    return doc.strip().split("\n")[0]
+    """The first sentence of a preset module's docstring, on one line."""
+    doc = " ".join((importlib.import_module(f"{package}.{name}").__doc__ or "").split())
+    head, dot, _ = doc.partition(". ")
+    return head + ("." if dot else "")
 
 
 def unknown_preset_message(name: str, package: str = PRESETS_PACKAGE) -> str | None:

@@ -20,6 +20,8 @@ SMALL = ["train.steps=2", "train.tasks_per_step=2", "train.group_size=2", "train
          "experience.extractor_train_after=0", "experience.bank.train_batch_size=2",
          "experience.extractor_max_new_tokens=16", "experience.merge_every=1",
          "actor_optim.micro_batch=8", "warm_start.cache_dir=",
+         # 4 of the 8 games for RL, the others demonstrated (alfworld_cpu keeps them apart)
+         "train.task_pool=4",
          "extractor_optim.micro_batch=4"]
 
 
@@ -120,7 +122,7 @@ def test_background_failure_stops_the_run_with_the_error(tmp_path, monkeypatch):
 
 def test_task_pool_restricts_rl_tasks_not_the_warm_start(tmp_path):
     cfg = _config("alfworld_cpu", tmp_path, ["experience.mode=none", "train.task_pool=3",
-                                             "warm_start.demos=8"])
+                                             "warm_start.demos=8", "train.pool_disjoint=false"])
     tr = build_run(cfg, str(tmp_path))
     every = tr.train_sources[0].tasks
     pool = tr.rl_sources[0].tasks
