@@ -91,7 +91,8 @@ def headline_lines(results_md: str) -> list[str]:
 def render_block() -> str:
     with open(RESULTS_MD, encoding="utf-8") as f:
         head = headline_lines(f.read())
-    lines = [BEGIN, "", "Headline, 3 seeds (docs/RESULTS.md, from the committed records):", ""]
+    lines = [BEGIN, "", "Headline of Fig. 6/7, 3 seeds (docs/RESULTS.md; a figure kept as "
+             "committed shows the presets its records were made with):", ""]
     lines += head + [""]
     lines += ["The default command's runs and their baselines, seed 0 (held-out games: 64, "
               "unseen in training; an empty cell: not measured at that step):", ""]
