@@ -41,11 +41,10 @@ class Command:
 
 def measure(cfg: RunConfig, games: int, longest: int, seed: int = 0) -> dict[str, list]:
     """Actions each expert needed per game (None: lost within ``longest``)."""
-    from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert
+    from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert, room_receptacles
     from crl_jax.envs.registry import make_expert
     from crl_jax.training.components import task_sources
     from crl_jax.training.guided_demos import corrupt_plan, own_plan_demo, plan_steps
-    from crl_jax.envs.alfworld_expert import room_receptacles
     from crl_jax.training.warmstart import play_expert, plan_entry
 
     src = task_sources(dataclasses.replace(cfg, env=dataclasses.replace(

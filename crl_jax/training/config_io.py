@@ -147,15 +147,6 @@ def _split_override(item: str) -> tuple[str, str]:
     return key, value
 
 
-def override_args(cls: type, overrides: Sequence[str]) -> list[str]:
-    """``a.b=value`` overrides as command-line words (``--a.b=value``).
-
-    A sequence field takes comma-separated items or a JSON list
-    (``env.names=alfworld,sokoban``); a boolean takes true/false, yes/no, 1/0.
-    """
-    return [w for item in overrides for w in _override_words(cls, *_split_override(item))]
-
-
 # --------------------------------------------------------------------------- #
 # Parsing
 # --------------------------------------------------------------------------- #
