@@ -16,12 +16,13 @@ the game's canContain facts, not object positions).
     cmd = expert.act()
     expert.observe(obs, admissible, cmd)       # after each step
 
-Given a plan (the steps of an experience entry, e.g. "take apple 1 from
-countertop 2 > heat apple 1 with microwave 1 > move apple 1 to diningtable
-1"), the expert is *informed*: it goes first to the receptacles the plan
-names, in the plan's order, heats or places where the plan says, and falls
-back to searching where a step turns out wrong. Its actions then depend on
-the plan, which is what teaches a small actor to read its experience line.
+Given a plan (the steps of an experience entry, e.g. "go to countertop 2 >
+take apple 1 from countertop 2 > heat apple 1 with microwave 1 > move apple
+1 to diningtable 1"), the expert is *informed*: it goes first to the
+receptacles the plan names, in the plan's order, heats or places where
+the plan says, and falls back to searching where a step turns out wrong.
+Its actions then depend on the plan, which is what teaches a small actor
+to read its experience line.
 """
 from __future__ import annotations
 
@@ -37,10 +38,12 @@ _EXAMINE = re.compile(r"^(?:On the (.+?), you see|The (.+?) is open\. In it, you
 _PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")
 _MOVE = re.compile(r"^You move the (.+?) to the (.+?)\.$")
 _TRANSFORMED = re.compile(r"^You (heat|cool|clean) the (.+?) using the (.+?)\.$")
-# The receptacles a plan sends the expert to: where it took, transformed and
-# placed. Not the ones it opened: a searching expert's plan also lists the
-# closed receptacles it looked into in vain.
-_PLAN_RECEPTACLE = re.compile(r"^(?:take .+? from|move .+? to|(?:heat|cool|clean) .+? with) (.+)$")
+# The receptacles a plan sends the expert to: where it walked to take or use
+# something, took, transformed and placed. Not the ones it opened: a
+# searching expert's plan also lists the closed receptacles it looked into
+# in vain (its plan keeps only the walks that found something).
+_PLAN_RECEPTACLE = re.compile(
+    r"^(?:go to|take .+? from|move .+? to|(?:heat|cool|clean) .+? with) (.+)$")
 _APPLIANCE = {"pick_heat_then_place_in_recep": ("heat", "microwave"),
               "pick_cool_then_place_in_recep": ("cool", "fridge"),
               "pick_clean_then_place_in_recep": ("clean", "sinkbasin")}

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert, room_receptacles
-from crl_jax.training.warmstart import Demo, play_expert, plan_entry
+from crl_jax.training.warmstart import Demo, plan_entry, play_expert
 
 _SOURCE = re.compile(r"^(own|peer|noisy([1-9]\d*))$")
-_NAMED = re.compile(r"^(take .+? from |open |move .+? to |(?:heat|cool|clean) .+? with )(.+)$")
+_NAMED = re.compile(r"^(go to |take .+? from |open |move .+? to |(?:heat|cool|clean) .+? with )(.+)$")
 
 
 def parse_mix(text: str) -> list[tuple[str, float]]:
@@ -65,16 +65,48 @@ def plan_steps(entry: str) -> list[str]:
 
 def corrupt_plan(entry: str, k: int, rng: np.random.Generator,
                  receptacles: Sequence[str] = (), alternatives: Sequence[str] = ()) -> str:
-    """``entry`` with exactly ``min(k, steps)`` steps made wrong. A step that
-    names a receptacle (ALFWorld) gets another receptacle of the room, the
-    same kind first ("countertop 2" -> "countertop 1"), so it sends the
-    actor to the wrong place; any other step becomes another action."""
+    """``entry`` with exactly ``min(k, units)`` of its steps made wrong. A
+    step that names a receptacle (ALFWorld) gets another receptacle of the
+    room, the same kind first ("countertop 2" -> "countertop 1"), so it sends
+    the actor to the wrong place; any other step becomes another action. The
+    walk and the opening that lead to a step's receptacle ("go to cabinet 2 >
+    open cabinet 2 > take soapbar 1 from cabinet 2") are one unit with it and
+    go wrong together, so a wrong plan is still a consistent one."""
     goal, _, _ = entry.partition(": ")
     steps = plan_steps(entry)
-    picks = rng.choice(len(steps), size=min(k, len(steps)), replace=False) if steps else []
-    for i in sorted(int(p) for p in picks):
-        steps[i] = _wrong_step(steps[i], rng, receptacles, alternatives)
+    units = plan_units(steps)
+    picks = rng.choice(len(units), size=min(k, len(units)), replace=False) if units else []
+    for u in sorted(int(p) for p in picks):
+        *lead, main = units[u]
+        wrong = _wrong_step(steps[main], rng, receptacles, alternatives)
+        right_place, wrong_place = _place(steps[main]), _place(wrong)
+        for i in lead if wrong_place else ():  # the walk/opening follow it to its new place
+            steps[i] = steps[i][: -len(right_place)] + wrong_place
+        steps[main] = wrong
     return f"{goal}: " + " > ".join(steps)
+
+
+def plan_units(steps: Sequence[str]) -> list[list[int]]:
+    """The plan's steps grouped as units: a step with the "go to R" / "open R"
+    steps right before it that lead to its receptacle R; other steps alone."""
+    units, lead = [], []
+    for i, step in enumerate(steps):
+        if step.startswith(("go to ", "open ")):
+            lead.append(i)
+            continue
+        place, attached = _place(step), []
+        while lead and place and _place(steps[lead[-1]]) == place:
+            attached.insert(0, lead.pop())
+        units.extend([j] for j in lead)
+        units.append(attached + [i])
+        lead = []
+    units.extend([j] for j in lead)
+    return units
+
+
+def _place(step: str) -> str:
+    m = _NAMED.match(step)
+    return m.group(2) if m else ""
 
 
 def _wrong_step(step: str, rng, receptacles, alternatives) -> str:

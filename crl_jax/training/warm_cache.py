@@ -22,10 +22,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
-
-import re
 
 import jax
 import numpy as np
@@ -64,7 +63,7 @@ class WarmStartInputs:
     warm_start: WarmStartSpec  # its cache_dir (a place, not a setting) blanked
 
 
-KEY_SCHEME = "ws6"  # bump when the warm-start code changes what the same inputs give
+KEY_SCHEME = "ws7"  # bump when the warm-start code changes what the same inputs give
 
 
 def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
@@ -80,7 +79,7 @@ def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
 
 
 def warm_start_key(cfg: RunConfig) -> str:
-    """<preset>-ws6-<hash of WarmStartInputs>: runs with the same inputs share the entry."""
+    """<preset>-ws7-<hash of WarmStartInputs>: runs with the same inputs share the entry."""
     blob = json.dumps(dataclasses.asdict(warm_start_inputs(cfg)), sort_keys=True).encode()
     return f"{cfg.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
@@ -115,7 +114,9 @@ def legacy_warm_start_key(cfg: RunConfig) -> str:
 
 def key_in_scheme_of(recorded: str, cfg: RunConfig) -> str:
     """Today's key for ``cfg`` in the scheme ``recorded`` was made with."""
-    if re.fullmatch(r".+-[0-9a-f]{16}", recorded) and f"-{KEY_SCHEME}-" not in recorded:
+    # "<preset>-wsN-<hash>" for any N is this scheme (an older N is simply not
+    # today's key); the legacy scheme has no "wsN" part
+    if re.fullmatch(r".+-[0-9a-f]{16}", recorded) and not re.search(r"-ws\d+-", recorded):
         return legacy_warm_start_key(cfg)
     return warm_start_key(cfg)
 

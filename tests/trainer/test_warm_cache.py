@@ -6,13 +6,21 @@ import jax
 import numpy as np
 import pytest
 
-from crl_jax.training import setup
-from crl_jax.training.config_io import apply_overrides, load_preset
 from crl_jax.rl.learner import Learner
+from crl_jax.training import setup
 from crl_jax.training.components import build_run
-from crl_jax.training.warm_cache import (WarmStartCache, WarmStartInputs, key_in_scheme_of,
-                                        load_params, recorded_warm_start, save_params,
-                                        warm_start_inputs, warm_start_key)
+from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.warm_cache import (
+    KEY_SCHEME,
+    WarmStartCache,
+    WarmStartInputs,
+    key_in_scheme_of,
+    load_params,
+    recorded_warm_start,
+    save_params,
+    warm_start_inputs,
+    warm_start_key,
+)
 from tests.trainer.test_runs import SMALL
 
 
@@ -179,7 +187,7 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
 
     def key_of(changed):
         blob = json.dumps(dataclasses.asdict(changed), sort_keys=True).encode()
-        return f"{changed.name}-ws6-{hashlib.sha256(blob).hexdigest()[:16]}"
+        return f"{changed.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
     assert key_of(inputs) == base
     for field in dataclasses.fields(WarmStartInputs):
@@ -220,7 +228,7 @@ def test_records_of_the_older_key_scheme_are_checked_in_that_scheme(tmp_path):
     arm = common.Arm("baseline", "alfworld_cpu", ("experience.mode=none",), 0)
     cfg = common.arm_config(arm)
     old = legacy_warm_start_key(cfg)
-    assert "-ws6-" not in old and old.startswith("alfworld_cpu-")
+    assert f"-{KEY_SCHEME}-" not in old and old.startswith("alfworld_cpu-")
     assert key_in_scheme_of(old, cfg) == old
     assert key_in_scheme_of(warm_start_key(cfg), cfg) == warm_start_key(cfg)
     run = common.run_dir(arm, str(tmp_path))
@@ -231,3 +239,12 @@ def test_records_of_the_older_key_scheme_are_checked_in_that_scheme(tmp_path):
     changed = common.Arm("baseline", "alfworld_cpu", ("experience.mode=none",
                                                       "warm_start.actor_steps=5"), 0)
     assert legacy_warm_start_key(common.arm_config(changed)) != old
+
+
+def test_a_key_of_an_earlier_scheme_is_not_current(tmp_path):
+    """A record keyed "<preset>-ws<older>-<hash>" was made by warm-start code
+    that gave other results for the same inputs: it never matches today."""
+    cfg = _cfg(tmp_path)
+    today = warm_start_key(cfg)
+    older = today.replace(f"-{KEY_SCHEME}-", "-ws1-")
+    assert key_in_scheme_of(older, cfg) == today != older

@@ -5,14 +5,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert, plan_receptacles, room_receptacles
+from crl_jax.envs.alfworld_expert import (
+    AlfWorldEnvExpert,
+    plan_receptacles,
+    room_receptacles,
+)
 from crl_jax.envs.registry import make_env, make_expert
 from crl_jax.training import config_io
 from crl_jax.training.components import collect_demos, task_pool, task_sources
-from crl_jax.training.guided_demos import (corrupt_plan, guided_demos, own_plan_demo, parse_mix,
-                                           plan_steps)
+from crl_jax.training.guided_demos import (
+    corrupt_plan,
+    guided_demos,
+    own_plan_demo,
+    parse_mix,
+    plan_steps,
+    plan_units,
+)
 from crl_jax.training.oracle import oracle_plans, oracle_retriever
-from crl_jax.training.warmstart import play_expert, plan_entry
+from crl_jax.training.warmstart import Demo, plan_entry, play_expert
 
 
 def _games(n: int, room_size: str):
@@ -37,6 +47,12 @@ def test_the_informed_expert_wins_every_game_with_its_plan_in_no_more_actions(ro
     assert fewer >= n // 4  # knowing the plan shortens many games, not just a few
 
 
+def _wrong_units(plan: str, bad: str) -> int:
+    a, b = plan_steps(plan), plan_steps(bad)
+    assert len(a) == len(b)
+    return sum(any(a[i] != b[i] for i in unit) for unit in plan_units(a))
+
+
 def test_a_corrupted_plan_has_exactly_k_wrong_steps():
     env = _games(8, "small")
     rng = np.random.default_rng(0)
@@ -45,15 +61,33 @@ def test_a_corrupted_plan_has_exactly_k_wrong_steps():
                              60)
         rooms = room_receptacles(demo.observations[0])
         plan = plan_entry(demo)
-        for k in range(len(plan_steps(plan)) + 1):
+        units = plan_units(plan_steps(plan))
+        for k in range(len(units) + 1):
             bad = corrupt_plan(plan, k, rng, rooms)
             assert bad.split(": ")[0] == plan.split(": ")[0]  # the goal stays
-            diff = [(a, b) for a, b in zip(plan_steps(plan), plan_steps(bad)) if a != b]
-            assert len(diff) == k
-            for right, wrong in diff:  # a step that names a place names another place
-                if plan_receptacles([right]):
-                    assert plan_receptacles([wrong])[0] in rooms
-                    assert plan_receptacles([wrong]) != plan_receptacles([right])
+            assert _wrong_units(plan, bad) == k
+            steps, wrong_steps = plan_steps(plan), plan_steps(bad)
+            for unit in units:  # a unit sent elsewhere goes wholly to one other place
+                places = {tuple(plan_receptacles([wrong_steps[i]])) for i in unit
+                          if wrong_steps[i] != steps[i] and plan_receptacles([steps[i]])}
+                assert len(places) <= 1
+                for (place,) in places:
+                    assert place in rooms and place not in plan_receptacles(
+                        [steps[i] for i in unit])
+
+
+def test_a_plan_keeps_the_walk_to_where_things_were_taken_or_used():
+    actions = ["go to drawer 1", "open drawer 1", "go to countertop 1", "take mug 1 from countertop 1",
+               "go to fridge 1", "cool mug 1 with fridge 1", "go to shelf 1", "go to desk 1",
+               "use desklamp 1"]
+    demo = Demo("alfworld", 0, "cool some mug", ["obs"] * 10, actions, True)
+    assert plan_entry(demo) == ("cool some mug: open drawer 1 > go to countertop 1 > take mug 1 "
+                                "from countertop 1 > cool mug 1 with fridge 1 > go to desk 1 > "
+                                "use desklamp 1")
+    # the walk and the opening before a take are one unit with it
+    steps = plan_steps("g: open drawer 1 > go to cabinet 2 > open cabinet 2 > take x 1 from cabinet 2"
+                       " > move x 1 to shelf 1")
+    assert plan_units(steps) == [[0], [1, 2, 3], [4]]
 
 
 def test_guided_demo_sources_follow_or_ignore_their_line():
@@ -88,8 +122,9 @@ def test_the_oracle_returns_the_own_games_plan_with_exactly_k_wrong_steps():
     for task in src.tasks:
         demo = play_expert(env, task, make_expert("alfworld"), 30, "alfworld")
         assert clean[("alfworld", task)] == plan_entry(own_plan_demo(env, demo, 30))
-        a, b = plan_steps(clean[("alfworld", task)]), plan_steps(noisy[("alfworld", task)])
-        assert sum(x != y for x, y in zip(a, b)) == min(2, len(a))
+        plan = clean[("alfworld", task)]
+        assert _wrong_units(plan, noisy[("alfworld", task)]) == min(2, len(plan_units(
+            plan_steps(plan))))
     assert oracle_plans([src], 2, 10, seed=0) == noisy  # one fixed entry per game
     peers = oracle_plans([src], 0, 10, seed=0, peer=True)
     assert all(peers[key] != clean[key] and peers[key] in clean.values() for key in clean)
