@@ -24,7 +24,7 @@ import re
 from typing import Callable, NamedTuple, Sequence
 
 from crl_jax.rl import prompts
-from crl_jax.training.warmstart import Demo, demo_view
+from crl_jax.training.warmstart import Demo, demo_view, walks_kept
 
 # Bracketed item ids (WebShop's "b064787394") must be copied character by
 # character from the page, the hardest decision for a tiny actor: grouped
@@ -32,6 +32,11 @@ from crl_jax.training.warmstart import Demo, demo_view
 _BRACKET = re.compile(r"^\s*([a-z_]+)\s*\[(.*)\]\s*$", re.IGNORECASE | re.DOTALL)
 _ITEM_ID = re.compile(r"^[a-z]\d{6,}$", re.IGNORECASE)
 
+
+# The walks to where something is taken or used (warmstart.walks_kept), a row
+# of their own besides "go": the go-tos a plan names, and the ones no prompt
+# without a plan can predict (the other walks follow from the goal).
+FETCH_WALK = "go, to fetch"
 
 MISSES_KEPT = 3  # examples of wrong proposals kept per row: what the actor writes instead
 
@@ -127,7 +132,7 @@ def step_accuracy(states: Sequence[ExpertState],
                   batch: int = 64,
                   accepts: Callable[[ExpertState, str | None], bool] | None = None
                   ) -> dict[str, VerbAccuracy]:
-    """Per decision kind (see decision_kind) and "all": counts of states,
+    """Per decision kind (see decision_kind), FETCH_WALK and "all": counts of states,
     exact matches and accepted proposals. ``propose`` maps views to actions
     (None where the answer holds none); ``accepts`` judges a proposal
     (default: it is in the state's admissible list, see env_verdict)."""
@@ -144,7 +149,8 @@ def step_accuracy(states: Sequence[ExpertState],
         for state, got in zip(chunk, proposals):
             ok = bool(accepts(state, got))
             chars = id_chars_right(state.action, got)
-            for key in (decision_kind(state.action), "all"):
+            fetch = (FETCH_WALK,) if state.turn in walks_kept(state.demo.actions) else ()
+            for key in (decision_kind(state.action), *fetch, "all"):
                 s = stats[key]
                 s.states += 1
                 if chars is not None and key != "all":

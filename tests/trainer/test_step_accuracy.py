@@ -41,6 +41,7 @@ def test_counts_exact_and_accepted_per_verb():
     assert (s["all"].states, s["all"].exact, s["all"].accepted) == (4, 1, 3)
     assert (s["move"].exact, s["move"].accepted) == (0, 0)
     assert (s["go"].states, s["go"].exact) == (2, 1)
+    assert (s["go, to fetch"].states, s["go, to fetch"].exact) == (1, 0)  # the walk to the cup
     assert (s["take"].exact, s["take"].accepted) == (0, 1)
     oracle = lambda views: [s.action for v in views for s in states if s.view is v]
     assert step_accuracy(states, oracle)["all"].as_dict()["exact"] == 1.0
