@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
 
     setup_logging(out_dir)
     history = run_training(cfg, out_dir, resume=command.resume)
+    from crl_jax.training.run_summary import format_summary
+
+    print(format_summary(history))
     final = history[-1] if history else {}
     summary = {k: v for k, v in final.items() if k.startswith(("eval", "train/success"))}
     print(json.dumps(summary, indent=2, sort_keys=True))

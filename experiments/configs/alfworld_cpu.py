@@ -16,8 +16,8 @@ games (with and without experience).
 A memory regime: the turn cap is 10. `python experiments/expert_turn_cap.py
 --games=300` on these games: the searching expert wins 0.49 of them within 8
 actions, 0.74 within 10, 0.93 within 12 (8.6 actions when it wins); the
-expert that knows the game's own plan wins 0.87 / 1.00 / 1.00 (6.3 actions);
-with 1 wrong step 0.71 / 0.89 / 0.97; with 2, 0.54 / 0.73 / 0.89. The tiny
+expert that knows the game's own plan wins 0.88 / 1.00 / 1.00 (6.1 actions);
+with 1 wrong step 0.73 / 0.87 / 0.97; with 2, 0.48 / 0.69 / 0.86. The tiny
 actor needs ~1.2x the expert's actions, so at 10 searching often fails and
 knowing where things are wins.
 
@@ -25,7 +25,9 @@ The actor's guided demonstrations (warm_start.guided_source, half of them)
 show the game's own plan followed by the informed expert, the plan with one
 wrong step, or another game's plan the searching expert ignores
 (crl_jax/training/guided_demos.py), so the line predicts the actions exactly
-when it is right.
+when it is right. A plan names the walk to where each thing lies ("go to
+countertop 2 > take apple 1 from countertop 2 > ..."): the actor copies a
+step it can read verbatim, not one it would have to derive.
 
 RL settings for a tiny actor with few wins (see README, "Trainer"): episode-
 balanced turn weights, negative advantages scaled by 0.3 (weighted
