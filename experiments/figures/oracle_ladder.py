@@ -67,6 +67,26 @@ def _cells(runs: dict) -> list[str]:
     return out
 
 
+def _eval_at(rows, key: str, last: bool) -> float:
+    pts = sorted((int(r["step"]), float(r[key])) for r in rows if key in r)
+    return pts[-1][1] if last and pts else pts[0][1] if pts else float("nan")
+
+
+def _heldout(runs: dict) -> str:
+    """Held-out success without / with experience at the first and the last
+    evaluation, means over seeds: whether reading pays on games the RL pool
+    never had (the oracle gives them their own plan too)."""
+    def at(key, last):
+        vals = [_eval_at(rows, key, last) for _, rows in sorted(runs.items())]
+        vals = [v for v in vals if v == v]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    def pair(last):
+        no, w = at("eval_no_exp/success", last), at("eval_with_exp/success", last)
+        return fmt(no) + ("" if w != w else f" / {fmt(w)}")
+    return f"{pair(False)} -> {pair(True)}"
+
+
 def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list) -> tuple:
     variants = _plan(budget)[1]
     arms_here = variant_arms(preset, budget, variants)
@@ -88,13 +108,14 @@ def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list
         mine = runs.get(v.label, {})
         seeds = ", ".join(str(s) for s in sorted(mine)) or "-"
         rows.append([v.label, seeds, *(_cells(mine) if mine and v.mode != "none" else
-                                       ["-", "-", "-"])])
+                                       ["-", "-", "-"]), _heldout(mine) if mine else "-"])
     table = {"caption": f"{preset}: training success of guided / free episodes (difference; "
                         f"per seed), mean of the first and of the last {WINDOW} RL steps over "
                         "seeds; actions of won episodes, free / guided, last steps. Goal of the "
-                        "own plan: +0.15 or more, and 1.3x fewer actions.",
+                        "own plan: +0.15 or more, and 1.3x fewer actions. Held-out: success "
+                        "on unseen games without / with experience, first -> last evaluation.",
              "columns": ["arm", "seeds", f"first {WINDOW} steps", f"last {WINDOW} steps",
-                         "actions when won, free / guided"],
+                         "actions when won, free / guided", "held-out, no exp. / with"],
              "rows": rows}
     return panels, table, arms_here
 

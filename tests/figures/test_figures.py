@@ -382,3 +382,15 @@ def test_task_scaling_names_an_unfinished_run_in_its_row(tmp_path):
     rec = fig9.make_scaling(root, "quick", out)
     labels = {r[0] for t in rec["tables"] for r in t["rows"]}
     assert labels == {"3 tasks", f"6 tasks (unfinished: {fig9.BASE})"}
+
+
+def test_oracle_ladder_held_out_cell_is_the_seed_mean_of_first_and_last_evaluations():
+    from experiments.figures import oracle_ladder
+    runs = {0: [{"step": 0, "eval_no_exp/success": 0.2, "eval_with_exp/success": 0.3},
+                {"step": 5, "train/success": 0.5},
+                {"step": 10, "eval_no_exp/success": 0.4, "eval_with_exp/success": 0.5}],
+            1: [{"step": 0, "eval_no_exp/success": 0.4, "eval_with_exp/success": 0.1},
+                {"step": 10, "eval_no_exp/success": 0.2, "eval_with_exp/success": 0.7}]}
+    assert oracle_ladder._heldout(runs) == "0.30 / 0.20 -> 0.30 / 0.60"
+    baseline = {0: [{"step": 0, "eval_no_exp/success": 0.25}, {"step": 9, "eval_no_exp/success": 0.5}]}
+    assert oracle_ladder._heldout(baseline) == "0.25 -> 0.50"
