@@ -99,9 +99,11 @@ def main(argv: list[str] | None = None) -> int:
 
     setup_logging(out_dir)
     history = run_training(cfg, out_dir, resume=command.resume)
+    from crl_jax.training.metrics import METRICS_FILENAME, read_metrics
     from crl_jax.training.run_summary import format_summary
 
-    print(format_summary(history))
+    # the run's whole record (a resumed run's history starts at the resume)
+    print(format_summary(read_metrics(os.path.join(out_dir, METRICS_FILENAME))))
     final = history[-1] if history else {}
     summary = {k: v for k, v in final.items() if k.startswith(("eval", "train/success"))}
     print(json.dumps(summary, indent=2, sort_keys=True))

@@ -1,4 +1,4 @@
-"""The table a run prints when it ends: what a reader of the run wants
+"""The table a run prints when it ends (from its metrics.jsonl rows): what a reader of the run wants
 before opening TensorBoard. Training success on the pool, split into the
 guided episodes (an experience line in the prompt) and the free ones, at
 the start and the end of training, with the actions a won episode took;
