@@ -137,3 +137,25 @@ def test_warm_start_stage_builds_the_entry_a_run_then_loads(tmp_path):
     again = subprocess.run([sys.executable, stage, *tiny], capture_output=True, text=True,
                            env=env, cwd=ROOT, timeout=600)
     assert again.returncode == 0 and "already cached" in again.stdout
+
+
+def test_a_run_ends_with_its_table_and_a_resume_shows_the_whole_run(tmp_path):
+    """run.py from start to end on tiny settings (oracle experience: guided
+    and free episodes, no extractor): the closing table has both training
+    windows' guided and free columns and every evaluation; resumed for one
+    more step, it still shows the steps before the resume."""
+    from tests.trainer.test_runs import SMALL
+    out = tmp_path / "run"
+    keys = [f"--{k}" for k in SMALL] + ["--experience.mode=oracle", "--train.eval_every=1",
+                                        "--train.checkpoint_every=1"]
+    done = _run(f"--out_dir={out}", *keys)
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = done.stdout
+    assert "| training steps | success | guided | free | guided - free |" in table
+    assert re.search(r"^\| 1-2 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+ \|", table, re.M)
+    for step in (0, 1, 2):  # evaluated with and without experience
+        assert re.search(rf"^\| {step} \| [0-9.]+ \| [0-9.]+ \|", table, re.M), table
+    again = _run(f"--out_dir={out}", "--resume", "--train.steps=3", "--accept_changed_config")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert re.search(r"^\| 1-3 \|", again.stdout, re.M) and re.search(r"^\| 0 \|", again.stdout,
+                                                                       re.M)
