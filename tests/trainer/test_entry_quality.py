@@ -39,7 +39,9 @@ def test_entry_quality_scores_only_won_demos_against_their_plans():
 
     def answer(texts):
         seen.extend(texts)
-        return [_add("put a mug in desk: take mug 1 from shelf 1 > move mug 1 to desk 1")]
+        # the plan keeps the walk to where the mug was taken (warmstart.walks_kept)
+        return [_add("put a mug in desk: go to shelf 1 > take mug 1 from shelf 1 > "
+                     "move mug 1 to desk 1")]
 
     d = entry_quality([won, lost], answer).as_dict()
     assert len(seen) == 1 and "put a mug in desk" in seen[0]
