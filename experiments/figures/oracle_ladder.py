@@ -107,8 +107,14 @@ def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list
     for v in variants:
         mine = runs.get(v.label, {})
         seeds = ", ".join(str(s) for s in sorted(mine)) or "-"
-        rows.append([v.label, seeds, *(_cells(mine) if mine and v.mode != "none" else
-                                       ["-", "-", "-"]), _heldout(mine) if mine else "-"])
+        if not mine:
+            cells = ["-", "-", "-"]
+        elif v.mode == "none":  # every episode free: its training success, for scale
+            cells = [f"{fmt(_seed_mean(mine, 'train/success', first)[0])} (all free)"
+                     for first in (True, False)] + ["-"]
+        else:
+            cells = _cells(mine)
+        rows.append([v.label, seeds, *cells, _heldout(mine) if mine else "-"])
     table = {"caption": f"{preset}: training success of guided / free episodes (difference; "
                         f"per seed), mean of the first and of the last {WINDOW} RL steps over "
                         "seeds; actions of won episodes, free / guided, last steps. Goal of the "
