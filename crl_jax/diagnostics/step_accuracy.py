@@ -141,6 +141,7 @@ def step_accuracy(states: Sequence[ExpertState],
     if accepts is None:
         accepts = lambda state, got: got is not None and got.strip() in state.admissible  # noqa: E731
     stats: dict[str, VerbAccuracy] = collections.defaultdict(VerbAccuracy)
+    fetch_walks: dict[int, set[int]] = {}  # per demo (by id): its walks_kept
     for i in range(0, len(states), batch):
         chunk = states[i:i + batch]
         proposals = propose([s.view for s in chunk])
@@ -149,7 +150,10 @@ def step_accuracy(states: Sequence[ExpertState],
         for state, got in zip(chunk, proposals):
             ok = bool(accepts(state, got))
             chars = id_chars_right(state.action, got)
-            fetch = (FETCH_WALK,) if state.turn in walks_kept(state.demo.actions) else ()
+            if id(state.demo) not in fetch_walks:
+                fetch_walks[id(state.demo)] = walks_kept(state.demo.actions)
+            walks = fetch_walks[id(state.demo)]
+            fetch = (FETCH_WALK,) if state.turn in walks else ()
             for key in (decision_kind(state.action), *fetch, "all"):
                 s = stats[key]
                 s.states += 1

@@ -38,12 +38,9 @@ _EXAMINE = re.compile(r"^(?:On the (.+?), you see|The (.+?) is open\. In it, you
 _PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")
 _MOVE = re.compile(r"^You move the (.+?) to the (.+?)\.$")
 _TRANSFORMED = re.compile(r"^You (heat|cool|clean) the (.+?) using the (.+?)\.$")
-# The receptacles a plan sends the expert to: where it walked to take or use
-# something, took, transformed and placed. Not the ones it opened: a
-# searching expert's plan also lists the closed receptacles it looked into
-# in vain (its plan keeps only the walks that found something).
-_PLAN_RECEPTACLE = re.compile(
-    r"^(?:go to|take .+? from|move .+? to|(?:heat|cool|clean) .+? with) (.+)$")
+# A plan step that names a place: (the step's head, the receptacle).
+STEP_PLACE = re.compile(
+    r"^(go to |open |take .+? from |move .+? to |(?:heat|cool|clean) .+? with )(.+)$")
 _APPLIANCE = {"pick_heat_then_place_in_recep": ("heat", "microwave"),
               "pick_cool_then_place_in_recep": ("cool", "fridge"),
               "pick_clean_then_place_in_recep": ("clean", "sinkbasin")}
@@ -55,13 +52,16 @@ def kind_of(name: str) -> str:
 
 
 def plan_receptacles(plan) -> list[str]:
-    """The receptacles a plan's take, transform and move steps name, in
-    order, without repeats."""
+    """The receptacles a plan sends the expert to, in order, without
+    repeats: where it walked to take or use something, took, transformed and
+    placed. Not the ones it opened: a searching expert's plan also lists the
+    closed receptacles it looked into in vain (its plan keeps only the walks
+    that found something)."""
     out = []
     for step in plan:
-        m = _PLAN_RECEPTACLE.match(step.strip())
-        if m and m.group(1) not in out:
-            out.append(m.group(1))
+        m = STEP_PLACE.match(step.strip())
+        if m and m.group(1) != "open " and m.group(2) not in out:
+            out.append(m.group(2))
     return out
 
 

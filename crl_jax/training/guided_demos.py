@@ -24,11 +24,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert, room_receptacles
+from crl_jax.envs.alfworld_expert import STEP_PLACE, AlfWorldEnvExpert, room_receptacles
 from crl_jax.training.warmstart import Demo, plan_entry, play_expert
 
 _SOURCE = re.compile(r"^(own|peer|noisy([1-9]\d*))$")
-_NAMED = re.compile(r"^(go to |take .+? from |open |move .+? to |(?:heat|cool|clean) .+? with )(.+)$")
 
 
 def parse_mix(text: str) -> list[tuple[str, float]]:
@@ -105,12 +104,12 @@ def plan_units(steps: Sequence[str]) -> list[list[int]]:
 
 
 def _place(step: str) -> str:
-    m = _NAMED.match(step)
+    m = STEP_PLACE.match(step)
     return m.group(2) if m else ""
 
 
 def _wrong_step(step: str, rng, receptacles, alternatives) -> str:
-    m = _NAMED.match(step)
+    m = STEP_PLACE.match(step)
     if m and len(receptacles) > 1:
         head, rec = m.groups()
         kind = rec.rsplit(" ", 1)[0]

@@ -1,5 +1,5 @@
-"""The table a run prints when it ends (from its metrics.jsonl rows): what a reader of the run wants
-before opening TensorBoard. Training success on the pool, split into the
+"""The table a run prints when it ends (from its metrics.jsonl rows): what
+a reader of the run wants before opening TensorBoard. Training success on the pool, split into the
 guided episodes (an experience line in the prompt) and the free ones, at
 the start and the end of training, with the actions a won episode took;
 and every held-out evaluation, with and without experience.
@@ -11,14 +11,22 @@ tasks and step.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 WINDOW = 5  # training steps averaged at the start and at the end
 
 
-def _mean(rows: Sequence[dict], key: str) -> float:
-    vals = [float(r[key]) for r in rows if key in r]
-    return sum(vals) / len(vals) if vals else math.nan
+def series(rows: Sequence[Mapping], key: str) -> list[float]:
+    """``key``'s values in step order, over the rows that carry it."""
+    return [float(r[key]) for r in sorted(rows, key=lambda r: r["step"]) if key in r]
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def _mean(rows: Sequence[Mapping], key: str) -> float:
+    return mean(series(rows, key))
 
 
 def _cell(value: float, digits: int = 2) -> str:

@@ -77,8 +77,8 @@ def plan_entry(demo: Demo, max_actions: int = 12) -> str:
     except the walk to where something was taken or used (``walks_kept``):
     where things are is what a plan knows and a searcher does not, and a
     tiny actor copies a step it can read verbatim ("go to countertop 2") but
-    does not derive it from "take apple 1 from countertop 2" (measured in
-    the ``walks_kept`` docstring)."""
+    does not derive it from "take apple 1 from countertop 2"
+    (docs/RESULTS_READING.md, "Why the plans name walks now")."""
     kept = walks_kept(demo.actions)
     key = [a for i, a in enumerate(demo.actions) if is_decision(a) or i in kept]
     steps = key[:max_actions] or demo.actions[:max_actions]
@@ -90,12 +90,7 @@ _FETCH = ("take ", "use ")  # actions done where the thing they need lies
 
 def walks_kept(actions: Sequence[str]) -> set[int]:
     """Indices of the "go to" that last precedes each take or use: the walk to
-    where the object (or the lamp) was. Why kept: with plans of decisive
-    actions only, the warm-started alfworld_cpu actor chose the expert's
-    first "go to" 4 of 16 times on pool games with the own plan in its
-    prompt and 4 of 16 without (a probe like experiments/actor_step_accuracy.py
-    split by first walk), while it copied the verbatim take steps (8 -> 15 of
-    20)."""
+    where the object (or the lamp) was (see plan_entry for why plans keep it)."""
     kept, last_walk = set(), None
     for i, a in enumerate(actions):
         if a.startswith("go to "):

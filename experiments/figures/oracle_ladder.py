@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import numpy as np  # noqa: E402
 
+from crl_jax.training.run_summary import mean, series  # noqa: E402
 from experiments.figures import aggregate, common, plots  # noqa: E402
 from experiments.figures.ablation import Variant, variant_arms  # noqa: E402
 from experiments.figures.script import attempt, figure_main, fmt, report  # noqa: E402
@@ -43,9 +44,8 @@ def arms(budget: str):
 
 
 def _window(rows, key: str, first: bool) -> float:
-    pts = sorted((int(r["step"]), float(r[key])) for r in rows if key in r and r["step"] > 0)
-    part = pts[:WINDOW] if first else pts[-WINDOW:]
-    return float(np.mean([v for _, v in part])) if part else float("nan")
+    values = series([r for r in rows if r["step"] > 0], key)
+    return mean(values[:WINDOW] if first else values[-WINDOW:])
 
 
 def _seed_mean(runs: dict, key: str, first: bool) -> tuple[float, list[float]]:
@@ -68,8 +68,10 @@ def _cells(runs: dict) -> list[str]:
 
 
 def _eval_at(rows, key: str, last: bool) -> float:
-    pts = sorted((int(r["step"]), float(r[key])) for r in rows if key in r)
-    return pts[-1][1] if last and pts else pts[0][1] if pts else float("nan")
+    values = series(rows, key)
+    if not values:
+        return float("nan")
+    return values[-1] if last else values[0]
 
 
 def _heldout(runs: dict) -> str:

@@ -16,18 +16,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from experiments.figures import common  # noqa: E402
 
-# (column, how it is computed from the rows; see run_summary)
+# (column, how it is computed from the rows; see run_summary below)
 COLUMNS = ("seed", "mode", "settings", "steps", "train first 5", "train last 5", "guided", "free",
            "eval0 no exp", "evalN no exp", "evalN with exp", "malformed", "bank", "ext updates",
            "asks", "ask turns")
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
-
-
-def _series(rows: Sequence[Mapping], key: str) -> list[float]:
-    return [float(r[key]) for r in sorted(rows, key=lambda r: r["step"]) if key in r]
+from crl_jax.training.run_summary import mean as _mean  # noqa: E402
+from crl_jax.training.run_summary import series as _series  # noqa: E402
 
 
 def run_summary(rows: Sequence[Mapping]) -> dict:
