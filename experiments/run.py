@@ -43,6 +43,10 @@ class Command:
     accept_changed_config: bool = False
     """With --resume: continue even though the configuration differs from the
     saved one (the differing keys are printed)."""
+    start_fresh: bool = False
+    """With --resume of a run that saved no checkpoint yet: train it again from
+    step 0, continuing any warm-start progress it saved (without this flag
+    that is an error: nothing would be resumed)."""
     print_config: bool = False
     """Print the resolved configuration, one key a line, and exit."""
 
@@ -91,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         prepare_run_dir(cfg, out_dir, resume=command.resume,
-                        accept_changed_config=command.accept_changed_config)
+                        accept_changed_config=command.accept_changed_config,
+                        start_fresh=command.start_fresh)
     except RunDirError as err:
         return _fail(str(err))
     from crl_jax.training.logs import setup_logging

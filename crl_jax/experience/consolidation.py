@@ -8,7 +8,6 @@ is counted and skipped, never raised into the training loop.
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from typing import Callable
 
 import numpy as np
@@ -81,10 +80,6 @@ class AskResult:
     sample_key: str | None
 
 
-def _new_key(kind: str) -> str:
-    return f"{kind}-{uuid.uuid4().hex[:16]}"
-
-
 def _call_extractor(manager, request: ExtractionRequest) -> ExtractorReply:
     reply = manager.extractor(request)
     if not isinstance(reply, ExtractorReply):
@@ -128,7 +123,7 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
     manager.count("calls_malformed", 1 if rejected else 0)
     if not writes:
         return ConsolidationReport(None, rejected=tuple(rejected))
-    key = _new_key("consolidate")
+    key = manager.sample_key("consolidate", record.step)
     vectors = embed_checked(manager.embedder, [op.text for op, _ in writes])
     ops, updated, deleted = [], [], []
     for (op, ids), vector in zip(writes, vectors):
@@ -223,6 +218,6 @@ def search_and_ask(manager, query: str, task_key: str, step: int) -> AskResult:
     if text is None:  # unusable rewrite: the actor still gets the entry as stored
         manager.count("calls_malformed")
         return AskResult(best.text, best, None)
-    key = _new_key("ask")
+    key = manager.sample_key("ask", step)
     manager.training_buffer.add_sample(key, reply.prompt, reply.response, step, "ask", (best.id,))
     return AskResult(text, best, key)

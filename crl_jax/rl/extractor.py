@@ -8,6 +8,7 @@ whose ids were evicted from that cache is re-encoded (counted in metrics).
 from __future__ import annotations
 
 import collections
+import json
 import threading
 
 import numpy as np
@@ -81,6 +82,35 @@ class ExtractorAgent:
         out = self.sampler.generate([ids], self.merge_sampling, rng=seed).tokens[0]
         self.stats["merge_calls"] += 1
         return prompts.parse_merge(self.tokenizer.decode(strip_stop_tokens(out, self.sampling)))
+
+    def state_dict(self) -> dict:
+        """The call count that seeds each reply's sampling (checkpointed, so a
+        resumed run samples as the uninterrupted one would)."""
+        with self._lock:
+            return {"calls": self._calls}
+
+    def load_state_dict(self, state: dict) -> None:
+        with self._lock:
+            self._calls = int(state["calls"])
+
+    def save_sampled_ids(self, path: str, keyed_pairs: dict) -> None:
+        """The sampled token ids of the replies ``keyed_pairs`` names
+        ({sample key: (prompt, response)}), as JSON at ``path``: a resumed
+        run trains on the tokens that were sampled, as an uninterrupted one
+        does, not on a re-encoding of their text."""
+        with self._lock:
+            out = {key: [list(map(int, ids[0])), list(map(int, ids[1]))]
+                   for key, pair in keyed_pairs.items() if (ids := self._ids.get(tuple(pair)))}
+        with open(path, "w") as f:
+            json.dump(out, f)
+
+    def load_sampled_ids(self, path: str, keyed_pairs: dict) -> None:
+        with open(path) as f:
+            saved = json.load(f)
+        with self._lock:
+            for key, (p_ids, r_ids) in saved.items():
+                if key in keyed_pairs:
+                    self._ids[tuple(keyed_pairs[key])] = (p_ids, r_ids)
 
     def _sample(self, item: TrainingItem, advantage: float) -> Sample:
         with self._lock:

@@ -1,6 +1,8 @@
 """The background track's training half: a thread that trains the extractor
 by CISPO whenever the experience manager's buffer has a batch (the other
-half, consolidation, runs on the manager's own threads).
+half, consolidation, runs on the manager's own threads). With
+experience.sync the loop makes the same updates at a fixed point of each
+step instead (train_now), so a seed repeats its run.
 
 A failure here stops the run: the loop calls `check()` every step.
 """
@@ -31,6 +33,8 @@ class ExtractorTraining:
         self.thread: threading.Thread | None = None
 
     def start(self) -> None:
+        if self.run.cfg.experience.sync:  # the loop calls train_now at a fixed point instead
+            return
         self.thread = threading.Thread(target=self._loop, daemon=True, name="crl-extractor-train")
         self.thread.start()
 
@@ -53,6 +57,22 @@ class ExtractorTraining:
                     self._stop.wait(0.05)
         except BaseException as err:  # surfaced by check() in the primary loop
             self._failure = err
+
+    def train_now(self, step: int) -> None:
+        """experience.sync: actor step ``step``'s updates (up to
+        extractor_updates_per_step, each on a batch drawn now), in the
+        caller's thread; the loop calls it once the step's consolidations
+        are in the bank."""
+        spec = self.run.cfg.experience
+        if step < spec.extractor_train_after:
+            return
+        for _ in range(spec.extractor_updates_per_step):
+            items = self.run.manager.draw_training_batch(step)
+            if not items:
+                return
+            m = self.run.agent.train_step(items)
+            m["at_actor_step"] = step
+            self._metrics.append(m)
 
     def check(self) -> None:
         if self._failure is not None:

@@ -121,6 +121,12 @@ class ExperienceSpec:
     embedder: str = "hashing"  # hashing | minilm | a decoder embedding checkpoint dir
     bank: ExperienceConfig = ExperienceConfig()
     self_distillation: float = 0.0  # SFT weight on good guided turns (Fig. 9b); 0 = off
+    sync: bool = False
+    """Deterministic experience pipeline: consolidation, merge and extractor
+    training run at fixed points of each step (after the actor update, in
+    that order) and retrieval ranks exactly, so a seed repeats its run and a
+    resume continues it exactly. False: the threaded, asynchronous pipeline
+    (paper scale). Needs bank.recency_clock="steps"."""
 
 
 @dataclasses.dataclass(frozen=True)

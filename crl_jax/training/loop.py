@@ -36,14 +36,26 @@ def _trees(run: Run) -> dict:
 
 def save_checkpoint(run: Run, state: RunState, ckpt: RunCheckpointer) -> None:
     """Both models, their optimiser states, the step, the generator and the
-    experience bank with the extractor's training buffer."""
+    experience pipeline at a quiescent point: queued consolidations and
+    merges applied and published first, then the bank, the manager's state
+    (counters, extractor buffer, retrieval generator), the extractor's call
+    count and the token ids of the replies its buffer will train on."""
     host = {"step": state.step, "rng": state.rng.bit_generator.state}
     files = {}
     if run.manager is not None:
-        run.manager.bank.flush()
+        run.manager.drain()
         files["bank"] = run.manager.bank.save
-        host["extractor_buffer"] = run.manager.training_buffer.state_dict()
+        host["manager"] = run.manager.state_dict()
+        if run.agent is not None:
+            host["extractor_agent"] = run.agent.state_dict()
+            pairs = _buffer_pairs(host["manager"])
+            files["extractor_ids"] = lambda path: run.agent.save_sampled_ids(path, pairs)
     ckpt.save(state.step, _trees(run), host, files)
+
+
+def _buffer_pairs(manager_state: dict) -> dict:
+    return {s["key"]: (s["prompt"], s["response"])
+            for s in manager_state["training_buffer"]["samples"]}
 
 
 def restore_checkpoint(run: Run, ckpt: RunCheckpointer, state: RunState) -> RunState:
@@ -53,7 +65,7 @@ def restore_checkpoint(run: Run, ckpt: RunCheckpointer, state: RunState) -> RunS
                     ckpt.directory)
         return state
     restored = ckpt.restore(targets=_trees(run))
-    trees = restored.trees
+    trees, host = restored.trees, restored.host_state
     run.actor.params, run.actor.opt_state = trees["actor_params"], trees["actor_opt"]
     run.sampler.update_params(run.actor.model)
     if run.extractor is not None:
@@ -61,10 +73,17 @@ def restore_checkpoint(run: Run, ckpt: RunCheckpointer, state: RunState) -> RunS
         run.extractor.opt_state = trees["extractor_opt"]
         run.agent.sampler.update_params(run.extractor.model)
         run.manager.bank.restore(restored.files["bank"])
-        run.manager.training_buffer.load_state_dict(restored.host_state["extractor_buffer"])
-    state.rng.bit_generator.state = restored.host_state["rng"]
+        if "manager" in host:
+            run.manager.load_state_dict(host["manager"])
+            run.agent.load_state_dict(host["extractor_agent"])
+            if "extractor_ids" in restored.files:
+                run.agent.load_sampled_ids(restored.files["extractor_ids"],
+                                           _buffer_pairs(host["manager"]))
+        else:  # a checkpoint written before the manager's state was kept
+            run.manager.training_buffer.load_state_dict(host["extractor_buffer"])
+    state.rng.bit_generator.state = host["rng"]
     log.info("resumed from step %d", restored.step)
-    return RunState(step=int(restored.host_state["step"]), rng=state.rng)
+    return RunState(step=int(host["step"]), rng=state.rng)
 
 
 def background_metrics(run: Run, extractor: ExtractorTraining | None) -> dict:
@@ -97,6 +116,10 @@ def _one_step(run: Run, state: RunState, evaluate: Evaluator,
     if extractor is not None:
         extractor.actor_step = state.step
     state, metrics = train_step(run, state)
+    if extractor is not None and run.cfg.experience.sync:  # a fixed point: after consolidation
+        with run.timings.time("extractor_update"):
+            extractor.train_now(state.step - 1)
+            run.manager.drain()
     if _due(run.cfg.train.eval_every, state.step, run.cfg.train.steps):
         with run.timings.time("eval"):
             metrics.update(evaluate(f" after step {state.step}"))

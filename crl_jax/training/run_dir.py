@@ -17,6 +17,13 @@ class RunDirError(ValueError):
     """The run directory cannot be used as asked; the message says what to do."""
 
 
+def has_checkpoint(out_dir: str) -> bool:
+    """Whether the run in ``out_dir`` saved a checkpoint (a finished step
+    directory: Orbax renames a step's temporary directory when it is whole)."""
+    ckpt = os.path.join(out_dir, "checkpoints")
+    return os.path.isdir(ckpt) and any(name.isdigit() for name in os.listdir(ckpt))
+
+
 def holds_a_run(out_dir: str) -> bool:
     return any(os.path.exists(os.path.join(out_dir, name)) for name in RUN_FILES)
 
@@ -36,16 +43,24 @@ def _changed_config(cfg: RunConfig, path: str, accept: bool) -> None:
 
 
 def prepare_run_dir(cfg: RunConfig, out_dir: str, resume: bool = False,
-                    accept_changed_config: bool = False) -> str:
+                    accept_changed_config: bool = False, start_fresh: bool = False) -> str:
     """Checks ``out_dir`` against the request and writes config.json (every
     effective setting, the run directory included as train.out_dir);
-    returns the path of config.json. Raises RunDirError before any work."""
+    returns the path of config.json. Raises RunDirError before any work.
+    ``start_fresh``: --resume of a run that saved no checkpoint trains it
+    again from step 0 (else that is an error: nothing would be resumed)."""
     path = os.path.join(out_dir, CONFIG_FILENAME)
     if resume:
         if not os.path.exists(path):
             raise RunDirError(f"--resume: {out_dir} holds no run to resume (no {CONFIG_FILENAME}). "
                               "Check the path, or start the run without --resume.")
         _changed_config(cfg, path, accept_changed_config)
+        if not start_fresh and not has_checkpoint(out_dir):
+            raise RunDirError(
+                f"--resume: the run in {out_dir} saved no checkpoint yet (it stopped before its "
+                f"first; train.checkpoint_every={cfg.train.checkpoint_every}), so there is nothing "
+                "to resume. Add --start_fresh to train it again from step 0 (warm-start progress "
+                "saved by the run is kept and continued).")
     elif holds_a_run(out_dir):
         raise RunDirError(f"{out_dir} already holds a run. To continue it, add --resume; to "
                           "start a new one, choose another directory with --out_dir=DIR "

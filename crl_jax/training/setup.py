@@ -141,10 +141,15 @@ def supervised_warm_start(learner: Learner, samples, lr: float, steps: int, batc
 
 
 def make_manager(cfg: RunConfig, extractor_agent, merger):
+    if cfg.experience.sync and cfg.experience.bank.recency_clock != "steps":
+        # checked here, not in the config: keys are set one section at a time
+        raise ValueError("experience.sync=true needs experience.bank.recency_clock=steps: "
+                         "Eq. 6 on the wall clock makes retrieval depend on timing")
     embedder = make_embedder(cfg.experience.embedder)
     bank = ExperienceBank(cfg.experience.bank, embedder.dim)
     return ExperienceManager(bank, embedder, extractor=extractor_agent, merger=merger,
-                             config=cfg.experience.bank, seed=cfg.train.seed)
+                             config=cfg.experience.bank, seed=cfg.train.seed,
+                             synchronous=cfg.experience.sync)
 
 
 def dedup_merger(texts: list[str]) -> list[str]:

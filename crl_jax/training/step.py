@@ -38,8 +38,8 @@ def retrieve(run: Run, queries: list[str], keys: list[str], record: bool = True)
     ``record``: count the retrievals as use (Eq. 6's counts and recency);
     evaluation does not, so it never penalises entries for training."""
     per_task = run.cfg.experience.bank.per_task
-    futures = [run.manager.search(q, k if per_task else "", record=record)
-               for q, k in zip(queries, keys)]
+    futures = run.manager.search_many(list(queries), [k if per_task else "" for k in keys],
+                                      record=record)
     out = []
     for f in futures:
         hits = f.result(timeout=run.cfg.experience.bank.thread_timeout_s)
@@ -152,4 +152,7 @@ def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
             run.sampler.update_params(run.actor.model)
     if run.manager is not None:
         feed_manager(run, state.step, episodes)
+        if cfg.experience.sync:  # a fixed point: this step's consolidations and merge are in
+            with run.timings.time("consolidation"):
+                run.manager.drain()
     return dataclasses.replace(state, step=state.step + 1), metrics

@@ -44,7 +44,9 @@ def cpu_config(name: str, envs: tuple, *, max_turns: int, obs_chars: int = 240,
         actor_loss=PolicyLossConfig.split_grpo_released(),
         extractor_optim=OptimConfig(lr=1e-4, micro_batch=16, grad_clip=1.0),
         extractor_loss=PolicyLossConfig.cispo_paper(),
-        experience=ExperienceSpec(mode="comp_rl", guided_fraction=0.5, merge_every=5,
+        # sync: consolidation and extractor training at fixed points of the
+        # step, so a seed repeats its run (effects here are a few games in 64).
+        experience=ExperienceSpec(mode="comp_rl", guided_fraction=0.5, merge_every=5, sync=True,
                                   merger="dedup", extractor_train_after=5,
                                   extractor_max_new_tokens=64,
                                   embedder="hashing",

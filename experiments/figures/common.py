@@ -20,6 +20,8 @@ import sys
 import time
 from typing import Callable, Iterable, Mapping, Sequence
 
+from crl_jax.training.run_dir import has_checkpoint
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN_SCRIPT = os.path.join(REPO, "experiments", "run.py")
 FIGURES_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -98,6 +100,8 @@ class Arm:
             # (stale_settings); what may still differ is bookkeeping
             # (BOOKKEEPING_KEYS: the cache's place, how often it saves).
             cmd += ["--resume", "--accept_changed_config"]
+            if not has_checkpoint(out_dir):  # it died before its first: from step 0
+                cmd.append("--start_fresh")
         cache = [f"warm_start.cache_dir={warm_cache}"] if warm_cache else []
         if checkpoint_every < 0:
             raise ValueError(f"checkpoint_every={checkpoint_every} must be >= 0 (0: the preset's)")
@@ -204,9 +208,12 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
 def _unread(key: str, flat: dict) -> bool:
     """Whether a run with these settings never reads ``key``: an arm without
     experience (the baseline) reads no experience.* setting but the mode, so
-    retuning the experience pipeline leaves its runs valid."""
-    return (flat.get("experience.mode") == "none" and key.startswith("experience.")
-            and key != "experience.mode")
+    retuning the experience pipeline leaves its runs valid; nor does an oracle
+    arm (no bank) read whether the pipeline is synchronous."""
+    mode = flat.get("experience.mode")
+    if mode == "oracle" and key == "experience.sync":  # no bank, no extractor: nothing to sync
+        return True
+    return mode == "none" and key.startswith("experience.") and key != "experience.mode"
 
 
 def set_aside_if_stale(arm: Arm, root: str, log: Callable[[str], None] = print) -> str | None:
@@ -225,11 +232,6 @@ def set_aside_if_stale(arm: Arm, root: str, log: Callable[[str], None] = print) 
     log(f"{arm.run_name}: its settings changed since it ran ({shown}); "
         f"moved to {os.path.basename(aside)}, running it again")
     return aside
-
-
-def has_checkpoint(directory: str) -> bool:
-    ckpt = os.path.join(directory, "checkpoints")
-    return os.path.isdir(ckpt) and any(name.isdigit() for name in os.listdir(ckpt))
 
 
 def _record_path(arm: Arm, root: str) -> str:

@@ -166,11 +166,26 @@ def test_run_arm_skips_finished_resumes_checkpointed_restarts_others(tmp_path):
     frequent = FakeRunner(4)  # --checkpoint_every: a flag of the command, not of the run name
     assert common.run_arm(arm2, root, runner=frequent, checkpoint_every=2).status == "done"
     assert "--train.checkpoint_every=2" in frequent.calls[0] and "--resume" in frequent.calls[0]
+    assert "--start_fresh" not in frequent.calls[0]  # it has a checkpoint to resume from
     with pytest.raises(ValueError, match="checkpoint_every=-1"):
         arm2.command(out2, checkpoint_every=-1)
     record = common.load_record(arm2, root)
     assert len(record["attempts"]) == 2 and record["finished"] is True
     assert record["wall_s"] == pytest.approx(sum(a["wall_s"] for a in record["attempts"]))
+
+
+def test_a_run_that_died_before_its_first_checkpoint_is_started_again(tmp_path):
+    """It holds config.json and maybe warm-start progress, no checkpoint:
+    --resume --start_fresh (run.py refuses a bare --resume there)."""
+    from crl_jax.training.config_io import save_config_json
+    root = str(tmp_path)
+    arm = common.Arm("x", "alfworld_cpu", ("train.steps=3",), 0)
+    out = common.run_dir(arm, root)
+    os.makedirs(out)
+    save_config_json(common.arm_config(arm), os.path.join(out, "config.json"))
+    runner = FakeRunner(3)
+    assert common.run_arm(arm, root, runner=runner).status == "done"
+    assert "--resume" in runner.calls[0] and "--start_fresh" in runner.calls[0]
 
 
 def test_run_made_with_other_settings_is_set_aside_and_rerun(tmp_path):

@@ -80,6 +80,19 @@ def test_resume_of_nothing_is_refused(tmp_path):
     assert done.returncode == 2 and "no run to resume" in done.stderr
 
 
+def test_resume_of_a_run_without_a_checkpoint_is_refused_unless_start_fresh(tmp_path):
+    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"),
+                                    [f"train.out_dir={tmp_path}"])
+    prepare_run_dir(cfg, str(tmp_path))  # a run that died before its first checkpoint
+    done = _run(f"--out_dir={tmp_path}", "--resume")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert str(tmp_path) in done.stderr and "no checkpoint" in done.stderr
+    assert "--start_fresh" in done.stderr
+    prepare_run_dir(cfg, str(tmp_path), resume=True, start_fresh=True)  # asked for: fine
+    os.makedirs(tmp_path / "checkpoints" / "4")
+    prepare_run_dir(cfg, str(tmp_path), resume=True)  # something to resume: fine
+
+
 def test_print_config_shows_the_effective_run_directory(tmp_path):
     done = _run("--config=minihack_room_cpu", f"--out_dir={tmp_path}", "--train.steps=3",
                 "--experience.search_and_ask=true", "--print_config")
@@ -97,6 +110,7 @@ def test_run_dir_records_the_config_and_guards_resume(tmp_path):
     assert json.load(open(path))["train"]["out_dir"] == str(tmp_path)
     with pytest.raises(RunDirError, match="already holds a run"):
         prepare_run_dir(cfg, str(tmp_path))
+    os.makedirs(tmp_path / "checkpoints" / "10")  # it saved one: there is something to resume
     assert prepare_run_dir(cfg, str(tmp_path), resume=True) == path  # same settings: fine
     changed = config_io.apply_overrides(cfg, ["train.steps=7", "actor_optim.lr=0.1"])
     with pytest.raises(RunDirError) as err:
