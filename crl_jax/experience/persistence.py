@@ -15,6 +15,7 @@ import json
 import math
 import os
 import pathlib
+import zipfile
 import threading
 
 import numpy as np
@@ -85,8 +86,16 @@ def save_snapshot(snapshot, path, dim: int) -> None:
         pass
 
 
+# What reading a damaged save can raise (numpy's npz reader, zipfile, json,
+# and the header's own fields); all of it means "not a bank save".
+_UNREADABLE = (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError, EOFError,
+               zipfile.BadZipFile, UnicodeDecodeError)
+
+
 def load_state(path, dim: int) -> BankState:
-    """Read a saved bank. Raises ValueError on a file that is not a bank save of this dim."""
+    """Read a saved bank. Raises ValueError on any file that is not a whole
+    bank save of this dim (empty, truncated, random bytes, another format),
+    FileNotFoundError when there is no file."""
     path = pathlib.Path(path)
     with open(path, "rb") as file:
         data = file.read()
@@ -94,13 +103,22 @@ def load_state(path, dim: int) -> BankState:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             header = json.loads(bytes(npz["header"]).decode("utf-8"))
             embeddings = np.asarray(npz["embeddings"], dtype=np.float32)
-    except (ValueError, KeyError, OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} is not a readable experience bank save: {exc}") from exc
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+    except _UNREADABLE as exc:
+        raise ValueError(f"{path} is not a readable experience bank save: {exc!r}") from exc
     if header.get("format") != FORMAT_VERSION or header.get("dim") != dim:
         raise ValueError(f"{path}: format {header.get('format')} dim {header.get('dim')}, "
                          f"expected format {FORMAT_VERSION} dim {dim}")
+    try:
+        return _state_of(header, embeddings, dim)
+    except _UNREADABLE as exc:
+        raise ValueError(f"{path}: a damaged experience bank save: {exc!r}") from exc
+
+
+def _state_of(header: dict, embeddings: np.ndarray, dim: int) -> BankState:
     if embeddings.shape != (len(header["entries"]), dim):
-        raise ValueError(f"{path}: embeddings shape {embeddings.shape} does not match the header")
+        raise ValueError(f"embeddings shape {embeddings.shape} does not match the header")
     entries, stats = [], {}
     for row, item in enumerate(header["entries"]):
         entry = Entry(int(item["id"]), item["task_key"], item["text"], frozen_vector(embeddings[row], dim),

@@ -106,6 +106,11 @@ def render_actor_chat_messages(view: TurnView) -> list[dict]:
             {"role": "user", "content": "\n\n".join(parts)}]
 
 
+# What the actor reads after an answer that names no action (none is sent
+# to the environment, in either format).
+NO_ACTION = "No action found in the answer; nothing happened."
+
+
 def parse_action(text: str, fmt: str) -> str | None:
     """The action in a generated answer, or None when there is none."""
     if fmt == "compact":

@@ -205,14 +205,19 @@ class RolloutEngine:
                                          None, reply, 0.0, (), False, views[j], queries[j]))
                     continue
                 action = prompts.parse_action(text, cfg.format)
-                step = env.step(action if action is not None else text)
+                if action is None:  # never sent: the world stays as the prompt shows it
+                    ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text,
+                                         None, prompts.NO_ACTION, 0.0, (), True, views[j]))
+                    ep.done = ep.generated_tokens >= cfg.token_budget
+                    continue
+                step = env.step(action)
                 ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text, action,
                                      step.observation, float(step.reward),
                                      tuple(step.info.subtask_events),
-                                     bool(step.info.invalid_action or action is None), views[j]))
+                                     bool(step.info.invalid_action), views[j]))
                 # A rejected action changes nothing in the world: the prompt keeps
                 # showing the last real observation, the failure goes to history.
-                if not (step.info.invalid_action or action is None):
+                if not step.info.invalid_action:
                     observations[i] = step.observation
                 infos[i] = step.info
                 ep.won = ep.won or bool(step.info.won)

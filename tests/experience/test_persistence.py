@@ -79,3 +79,37 @@ def test_bad_files_raise_value_error(tmp_path):
         bank.save(tmp_path / "ok.npz")
     with pytest.raises(ValueError, match="dim 8, expected format 1 dim 16"):
         persistence.load_state(tmp_path / "ok.npz", 16)
+
+
+def test_every_damaged_file_is_a_value_error(tmp_path):
+    """Empty, cut at any length, random bytes, a zip without the header, a
+    header of the wrong shape: always ValueError (never EOFError,
+    zipfile.BadZipFile, KeyError...)."""
+    import io
+    import json
+    import zipfile
+    with ExperienceBank(ExperienceConfig(workers=1), DIM) as bank:
+        bank.apply([AddEntry("t", f"entry {i}", vec(i % DIM)) for i in range(3)])
+        bank.save(tmp_path / "ok.npz")
+    whole = (tmp_path / "ok.npz").read_bytes()
+    rng = np.random.default_rng(0)
+    bad = {"empty": b"", "random": rng.bytes(len(whole))}
+    bad.update({f"cut at {n}": whole[:n] for n in range(1, len(whole), max(1, len(whole) // 40))})
+    other = io.BytesIO()
+    with zipfile.ZipFile(other, "w") as z:
+        z.writestr("something.npy", b"123")
+    bad["a zip of something else"] = other.getvalue()
+    header = io.BytesIO()
+    np.savez(header, header=np.frombuffer(json.dumps({"format": 1, "dim": DIM}).encode(), np.uint8),
+             embeddings=np.zeros((0, DIM), np.float32))
+    bad["a header without entries"] = header.getvalue()
+    listed = io.BytesIO()
+    np.savez(listed, header=np.frombuffer(b"[1, 2]", np.uint8), embeddings=np.zeros((0, DIM)))
+    bad["a header that is a list"] = listed.getvalue()
+    for name, data in bad.items():
+        path = tmp_path / "bad.npz"
+        path.write_bytes(data)
+        with pytest.raises(ValueError):
+            persistence.load_state(path, DIM)
+    with pytest.raises(FileNotFoundError):
+        persistence.load_state(tmp_path / "missing.npz", DIM)

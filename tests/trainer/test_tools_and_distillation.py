@@ -189,3 +189,44 @@ def test_progress_counts_every_episode_once_when_it_ends():
     ended_at = [len(ep.turns) for ep in episodes]
     assert ended_at == [1, 2, 3]  # the token budget ends the first two
     assert calls[:2] == [1, 1] and len(calls) == 4 and sum(calls) == 3  # 3 turns + the cap
+
+
+class ChatCharTokenizer(CharTokenizer):
+    def apply_chat_template(self, messages, add_generation_prompt=True):
+        return "\n".join(f"<{m['role']}>{m['content']}" for m in messages) + "\n<assistant>"
+
+
+class StepLog:
+    """An environment that records every action sent to it."""
+
+    def __init__(self, env):
+        self.env, self.sent = env, []
+
+    def __getattr__(self, name):
+        return getattr(self.env, name)
+
+    def step(self, action):
+        self.sent.append(action)
+        return self.env.step(action)
+
+
+@pytest.mark.parametrize("fmt, answers", [
+    ("chat", ["I should look around first.", "<think>ok</think><action>look</action>"]),
+    ("compact", ["", "look"]),
+])
+def test_an_answer_without_an_action_never_reaches_the_world(fmt, answers):
+    """Both formats: the answer is a rejected turn whose observation says no
+    action was found (the same text), nothing is sent to the environment, and
+    the next prompt still shows the world as it was."""
+    tok = ChatCharTokenizer()
+    env = StepLog(make_env("alfworld", split="generated", num_generated=2, seed=0))
+    first, _ = env.env.reset(0)
+    engine = RolloutEngine(ScriptedSampler(tok, [answers]), tok,
+                           RolloutConfig(max_turns=2, history=2, format=fmt, max_new_tokens=40))
+    ep = engine.play([env], [0], [False])[0]
+    assert env.sent == ["look"]
+    bad = ep.turns[0]
+    assert bad.action is None and bad.invalid and bad.reward == 0.0
+    assert bad.observation == "No action found in the answer; nothing happened."
+    assert ep.turns[1].view.observation == first  # the world did not move
+    assert ep.turns[1].action == "look" and not ep.turns[1].invalid
