@@ -4,6 +4,7 @@ import os
 import pwd
 import random
 import resource
+import signal
 import socket
 import time
 import uuid
@@ -116,6 +117,67 @@ def test_process_limit(tmp_path):
     _require(box, "max_processes")
     res = box.run("for i in $(seq 40); do sleep 2 & done; wait")
     assert "fork" in res.output or "Resource temporarily unavailable" in res.output
+
+
+def _too_long(signum, frame):
+    raise TimeoutError("the test ran past its hard limit")
+
+
+def test_a_fork_bomb_is_contained(tmp_path):
+    """As root too (a pids cgroup there, RLIMIT_NPROC otherwise): the bomb
+    hits the cap, and the time limit ends it with everything it started."""
+    box = Sandbox(str(tmp_path), SandboxLimits(timeout_s=5, max_processes=32))
+    _require(box, "max_processes")
+    _require(box, "process_cleanup")
+    started = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, _too_long)
+    signal.alarm(60)  # a hard limit on the test itself
+    try:
+        res = box.run("bomb() { bomb | bomb & }; bomb; sleep 30")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 20
+    assert "fork" in res.output or "Resource temporarily unavailable" in res.output
+    survivors = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith("bash")
+                 and str(tmp_path) in _environ(p)]
+    assert not survivors
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _environ(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_root_only_files_and_files_outside_the_root_are_unreadable(box, tmp_path):
+    _require(box, "reads")
+    elsewhere = tmp_path / "solution.txt"  # world-readable, beside the episode
+    elsewhere.write_text("the answer")
+    res = box.run(f"cat /etc/shadow; cat {elsewhere}; ls {os.path.dirname(__file__)}; "
+                  "python -c 'print(6 * 7)'")
+    assert "the answer" not in res.output and "root:" not in res.output
+    assert "test_swe.py" not in res.output  # nor the project's own files
+    assert "42" in res.output  # the interpreter and its library are readable
+    assert res.output.count("Permission denied") >= 2
+
+
+def test_enforced_names_every_mechanism_and_says_why_one_is_missing(box):
+    from crl_jax.envs.swe.sandbox import MECHANISMS
+    assert set(box.enforced) == set(MECHANISMS)
+    assert all(box.warnings.get(m) for m, on in box.enforced.items() if not on)
+    if os.geteuid() == 0:  # no mechanism may claim to bind root when it cannot
+        assert "RLIMIT_NPROC" not in str(box._config("true", box.root, 1)["rlimits"])
 
 
 def test_sandbox_rejects_cwd_outside_and_bad_limits(box, tmp_path):

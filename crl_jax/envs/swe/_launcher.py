@@ -7,7 +7,8 @@ deadlock. Standard library only.
 
 Order matters: the user/net/pid namespaces first (the uid map and bringing
 up loopback need capabilities that exist only before Landlock and exec),
-then resource limits, then Landlock (which needs no_new_privs), then fork:
+then resource limits and the pids cgroup, then dropping capabilities, then
+Landlock (which needs no_new_privs), then fork:
 with a new pid namespace the child is its pid 1, so when it exits the kernel
 kills every process it left behind (including ones that called setsid).
 
@@ -28,14 +29,17 @@ import sys
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_RULE_PATH_BENEATH = 1
-# Filesystem rights (linux/landlock.h). Reading and executing are left
-# unhandled (allowed everywhere); every right that creates, changes or
-# removes something is handled, and granted only beneath the writable roots.
+# Filesystem rights (linux/landlock.h). Every right that creates, changes or
+# removes something is handled, and granted only beneath the writable roots;
+# with a list of readable paths, reading and executing are handled too and
+# granted only beneath those (Landlock binds root as well).
+FS_EXECUTE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 2, 1 << 3
 FS_WRITE_FILE, FS_REMOVE_DIR, FS_REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 FS_MAKE = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
 FS_REFER, FS_TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
-PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
+PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, PR_CAPBSET_DROP = 38, 1, 24
+CAPABILITY_VERSION_3 = 0x20080522
 CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID = 0x10000000, 0x40000000, 0x20000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
@@ -56,13 +60,18 @@ def landlock_abi():
     return int(abi)
 
 
-def apply_landlock(writable_dirs, writable_files):
+def apply_landlock(writable_dirs, writable_files, readable=None):
     """Allow writes only beneath ``writable_dirs`` (and to the listed files);
-    on ABI >= 6 also stop signals and abstract unix sockets leaving the
-    sandbox."""
+    with ``readable``, reads and execution only beneath those paths (files
+    or directories) and the writable ones; on ABI >= 6 also stop signals and
+    abstract unix sockets leaving the sandbox."""
     abi = landlock_abi()
     handled = FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE
     file_rights = FS_WRITE_FILE
+    reads = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+    if readable is not None:
+        handled |= reads
+        file_rights |= FS_READ_FILE
     if abi >= 2:
         handled |= FS_REFER
     if abi >= 3:
@@ -80,6 +89,8 @@ def apply_landlock(writable_dirs, writable_files):
     if ruleset < 0:
         _fail("landlock_create_ruleset")
     rules = [(d, handled) for d in writable_dirs] + [(f, file_rights) for f in writable_files]
+    for path in readable or ():  # a file takes only the file rights
+        rules.append((path, reads if os.path.isdir(path) else FS_EXECUTE | FS_READ_FILE))
     for path, rights in rules:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)
@@ -117,6 +128,26 @@ def enter_namespaces(user, net, pid):
             ifr = struct.pack("16sH14s", b"lo", 0, b"")
             flags_now = struct.unpack("16sH", fcntl.ioctl(s, SIOCGIFFLAGS, ifr)[:18])[1]
             fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags_now | IFF_UP, b""))
+
+
+def drop_capabilities():
+    """Empty the bounding set and the effective, permitted and inheritable
+    sets: uid 0 keeps owning root's files (Landlock keeps it from them) but
+    can no longer override permissions, mount, trace or change ids."""
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and cap < 32:
+            _fail(f"prctl(PR_CAPBSET_DROP, {cap})")
+    header = ctypes.create_string_buffer(struct.pack("Ii", CAPABILITY_VERSION_3, 0), 8)
+    data = ctypes.create_string_buffer(bytes(24), 24)  # two (effective, permitted, inheritable)
+    if _libc.capset(header, data) != 0:
+        _fail("capset")
+
+
+def join_pids_cgroup(path, max_pids):
+    """Put this process (and so everything it starts) in the pids cgroup the
+    sandbox made for the command, capped at ``max_pids``: binds uid 0 too."""
+    _write(os.path.join(path, "pids.max"), str(max_pids))
+    _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
 
 
 def set_limits(limits):
@@ -159,8 +190,18 @@ def probe(cfg):
     def landlock():
         return apply_landlock([cfg["root"]], [os.devnull])
 
+    def landlock_reads():
+        apply_landlock([cfg["root"]], [os.devnull], cfg.get("readable", []))
+        return "reads confined"
+
+    def no_caps():
+        drop_capabilities()
+        return "capabilities dropped"
+
     out = {"userns": _try_in_child(userns), "netns_pidns": _try_in_child(rootns),
            "landlock": _try_in_child(landlock)}
+    out["landlock_reads"] = _try_in_child(landlock_reads)
+    out["capabilities"] = _try_in_child(no_caps)
     out["landlock_abi"] = _try_in_child(landlock_abi)
     out["rlimits"] = _try_in_child(lambda: set_limits(cfg.get("rlimits", {})) or "ok")
     print(json.dumps(out), flush=True)
@@ -171,8 +212,12 @@ def run(cfg):
         if cfg["namespaces"]:
             enter_namespaces(cfg["namespaces"] == "user", True, True)
         set_limits(cfg["rlimits"])
+        if cfg.get("pids_cgroup"):
+            join_pids_cgroup(cfg["pids_cgroup"], cfg["max_processes"])
+        if cfg.get("drop_capabilities"):
+            drop_capabilities()
         if cfg["landlock"]:
-            apply_landlock([cfg["root"]], [os.devnull])
+            apply_landlock([cfg["root"]], [os.devnull], cfg.get("readable"))
     except OSError as err:
         sys.stderr.write(f"crl-sandbox: could not confine the command: {err}\n")
         sys.stderr.flush()

@@ -18,7 +18,17 @@ process before it execs ``bash -c COMMAND``):
 - writes: Landlock allows creating, changing or removing files only beneath
   the root (plus writing to /dev/null); on Landlock ABI >= 6 signals and
   abstract unix sockets cannot leave the sandbox either.
+- reads: Landlock allows reading and executing only beneath the root, the
+  interpreter's prefixes and the system's programs and libraries
+  (``readable_paths``), so neither root-only files (/etc/shadow) nor other
+  episodes' or the project's files can be read. Landlock binds uid 0 too.
+- capabilities: all dropped (bounding set included) before exec, so a
+  command run by root cannot override file permissions, mount or trace.
+  It keeps uid 0: an interpreter installed under /root (pyenv) would be out
+  of reach of any other uid.
 - resource limits: file size, CPU seconds, address space, process count.
+  RLIMIT_NPROC does not bind uid 0, so as root the count is capped by a pids
+  cgroup made for each command (cgroup v1 or v2, where it is writable).
 - environment: only PATH, HOME and TMPDIR (both inside the root), LANG and
   PYTHONDONTWRITEBYTECODE (keeps __pycache__ out of the working copy).
 
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import os
 import selectors
@@ -41,8 +52,18 @@ import time
 import warnings
 
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_launcher.py")
-MECHANISMS = ("time_limit", "output_cap", "environment", "filesystem", "network",
-              "process_cleanup", "rlimits", "max_processes")
+MECHANISMS = ("time_limit", "output_cap", "environment", "filesystem", "reads", "network",
+              "process_cleanup", "rlimits", "max_processes", "capabilities")
+# Read and executed beneath these (besides the root and the interpreter's
+# prefixes): system programs and libraries, devices and kernel views, and the
+# few files of /etc that programs read (not /etc itself: /etc/shadow).
+SYSTEM_READABLE = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/dev", "/proc",
+                   "/sys", "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf",
+                   "/etc/ld.so.conf.d", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+                   "/etc/localtime", "/etc/hosts", "/etc/resolv.conf", "/etc/host.conf",
+                   "/etc/gai.conf", "/etc/bash.bashrc", "/etc/inputrc", "/etc/profile",
+                   "/etc/ssl", "/etc/mime.types", "/etc/locale.alias", "/etc/os-release")
+PIDS_CGROUP_BASES = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,11 +92,38 @@ class CommandResult:
     output_bytes: int      # bytes read (at most the cap plus one read chunk)
 
 
+def readable_paths(root: str) -> list[str]:
+    """Where a sandboxed command may read: its root, this interpreter's
+    prefixes (the venv and the installation it points to) and SYSTEM_READABLE."""
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    paths = [root, *sorted(prefixes), *SYSTEM_READABLE]
+    return [p for p in dict.fromkeys(paths) if os.path.exists(p)]
+
+
+@functools.lru_cache(maxsize=None)
+def pids_cgroup_base() -> str | None:
+    """A pids-controller cgroup directory this process may make children in
+    (root, cgroup v1 or v2), or None."""
+    for base in PIDS_CGROUP_BASES:
+        probe = os.path.join(base, f"crl-sandbox-probe-{os.getpid()}")
+        try:
+            os.mkdir(probe)
+        except OSError:
+            continue
+        try:
+            if os.path.exists(os.path.join(probe, "pids.max")):
+                return base
+        finally:
+            os.rmdir(probe)
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def probe_mechanisms(probe_root: str = "/") -> dict:
     """What this kernel lets an unprivileged (or root) process enforce; one
     launcher run per process, cached."""
-    cfg = {"probe": True, "root": probe_root,
+    cfg = {"probe": True, "root": probe_root, "readable": readable_paths(probe_root),
            "rlimits": {"RLIMIT_FSIZE": 1 << 30, "RLIMIT_CORE": 0}}
     try:
         out = subprocess.run([sys.executable, "-I", "-S", LAUNCHER, json.dumps(cfg)],
@@ -83,7 +131,8 @@ def probe_mechanisms(probe_root: str = "/") -> dict:
         return json.loads(out.stdout.strip().splitlines()[-1])
     except (OSError, ValueError, IndexError, subprocess.TimeoutExpired) as err:
         fail = [False, f"launcher probe failed: {err}"]
-        return {k: fail for k in ("userns", "netns_pidns", "landlock", "landlock_abi", "rlimits")}
+        return {k: fail for k in ("userns", "netns_pidns", "landlock", "landlock_reads",
+                                  "capabilities", "landlock_abi", "rlimits")}
 
 
 def _plan(probe: dict) -> tuple[dict, dict, str | None, bool]:
@@ -104,18 +153,45 @@ def _plan(probe: dict) -> tuple[dict, dict, str | None, bool]:
     enforced["filesystem"] = bool(probe["landlock"][0])
     if not enforced["filesystem"]:
         why["filesystem"] = f"Landlock unavailable ({probe['landlock'][1]}): writes outside the root are not blocked"
+    enforced["reads"] = bool(probe["landlock_reads"][0])
+    if not enforced["reads"]:
+        why["reads"] = (f"Landlock cannot confine reads ({probe['landlock_reads'][1]}): files "
+                        "outside the root are readable as the trainer's user may read them")
+    enforced["capabilities"] = bool(probe["capabilities"][0])
+    if not enforced["capabilities"]:
+        why["capabilities"] = f"could not drop capabilities: {probe['capabilities'][1]}"
     enforced["rlimits"] = bool(probe["rlimits"][0])
     if not enforced["rlimits"]:
         why["rlimits"] = f"setrlimit failed: {probe['rlimits'][1]}"
-    # RLIMIT_NPROC never binds uid 0 of the initial user namespace, and our
-    # user namespace maps uid 0 to itself.
-    enforced["max_processes"] = enforced["rlimits"] and os.geteuid() != 0
-    if os.geteuid() == 0:
-        why["max_processes"] = "running as root: RLIMIT_NPROC does not apply to uid 0"
+    # RLIMIT_NPROC never binds uid 0 (of the initial user namespace, which
+    # ours maps to itself): as root the count is capped by a pids cgroup.
+    if os.geteuid() != 0:
+        enforced["max_processes"] = enforced["rlimits"]
+    else:
+        enforced["max_processes"] = pids_cgroup_base() is not None
+        if not enforced["max_processes"]:
+            why["max_processes"] = ("running as root, where RLIMIT_NPROC does not apply, and no "
+                                    f"writable pids cgroup (tried {PIDS_CGROUP_BASES})")
     return enforced, why, ns, enforced["filesystem"]
 
 
 _WARNED: set = set()
+_CGROUP_IDS = itertools.count()
+
+
+def _remove_cgroup(path: str | None) -> None:
+    """rmdir once its processes are gone (the pid namespace's end kills them)."""
+    if path is None:
+        return
+    for _ in range(200):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # EBUSY: a process is still exiting
+            time.sleep(0.01)
+    warnings.warn(f"sandbox: could not remove the cgroup {path}", RuntimeWarning, stacklevel=2)
 
 
 class Sandbox:
@@ -156,9 +232,12 @@ class Sandbox:
         lim = self.limits
         rlimits = {"RLIMIT_FSIZE": lim.max_file_bytes, "RLIMIT_AS": lim.max_memory_bytes,
                    "RLIMIT_CPU": int(timeout_s) + 1, "RLIMIT_CORE": 0}
-        if self.enforced["max_processes"]:
+        if self.enforced["max_processes"] and os.geteuid() != 0:
             rlimits["RLIMIT_NPROC"] = lim.max_processes
         return {"namespaces": self._ns, "landlock": self._landlock, "root": self.root,
+                "readable": readable_paths(self.root) if self.enforced["reads"] else None,
+                "drop_capabilities": self.enforced["capabilities"],
+                "max_processes": lim.max_processes,
                 "cwd": cwd, "shell": self.shell, "command": command,
                 "env": self.environment(), "rlimits": rlimits if self.enforced["rlimits"] else {}}
 
@@ -171,16 +250,21 @@ class Sandbox:
             raise ValueError(f"cwd {cwd!r} is outside the sandbox root {self.root!r}")
         timeout_s = float(timeout_s or self.limits.timeout_s)
         cfg = self._config(command, cwd, timeout_s)
-        proc = subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, json.dumps(cfg)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                close_fds=True, env={"LANG": "C.UTF-8"})
+        cgroup = self._new_cgroup()
+        cfg["pids_cgroup"] = cgroup
         try:
-            data, total, timed_out, truncated = self._read(proc, timeout_s)
+            proc = subprocess.Popen([sys.executable, "-I", "-S", LAUNCHER, json.dumps(cfg)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    close_fds=True, env={"LANG": "C.UTF-8"})
+            try:
+                data, total, timed_out, truncated = self._read(proc, timeout_s)
+            finally:
+                self._kill_group(proc)
+                proc.stdout.close()
+            code = proc.wait()
         finally:
-            self._kill_group(proc)
-            proc.stdout.close()
-        code = proc.wait()
+            _remove_cgroup(cgroup)
         killed = timed_out or truncated
         return CommandResult(output=bytes(data).decode("utf-8", errors="replace"),
                              exit_code=None if killed else code, timed_out=timed_out,
@@ -214,6 +298,15 @@ class Sandbox:
                 data += chunk[:max(0, cap - len(data))]
                 if total > cap:
                     return data, total, False, True
+
+    def _new_cgroup(self) -> str | None:
+        """As root: a fresh pids cgroup for one command (the launcher joins it)."""
+        base = pids_cgroup_base() if os.geteuid() == 0 and self.enforced["max_processes"] else None
+        if base is None:
+            return None
+        path = os.path.join(base, f"crl-sandbox-{os.getpid()}-{next(_CGROUP_IDS)}")
+        os.mkdir(path)
+        return path
 
     @staticmethod
     def _kill_group(proc) -> None:
