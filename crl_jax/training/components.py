@@ -24,7 +24,8 @@ from crl_jax.training.config import RunConfig
 from crl_jax.training.metrics import PhaseTimings
 from crl_jax.training.oracle import oracle_plans
 from crl_jax.training.tasks import DEMO_TURNS_FACTOR, TaskSource, episode_cap, task_source
-from crl_jax.training.warm_cache import WarmStartCache, record_warm_start, warm_start_key
+from crl_jax.training.warm_cache import (WarmStartCache, record_warm_start, recorded_warm_start,
+                                         warm_start_key)
 from crl_jax.training.warm_stage import warm_start_models
 from crl_jax.training.logs import progress_bar
 from models.sampler import Sampler
@@ -174,7 +175,13 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     cache = (WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
              if cfg.warm_start.cache_dir and tiny else None)
     if cache:  # which warm start this run grew from (figures check it)
-        record_warm_start(out_dir, cache.key)
+        grew_from = recorded_warm_start(out_dir) if resume else None
+        if grew_from is None:
+            record_warm_start(out_dir, cache.key)
+        elif grew_from != cache.key:  # the record stays: the checkpoint holds that warm start
+            log.warning("this run grew from warm start %s; this code builds %s: the resumed run "
+                        "continues from its checkpoint, but a new run of these settings would "
+                        "start elsewhere", grew_from, cache.key)
     tok, ext_tok = _tokenizers(cfg, demos, out_dir, cache)
     actor, extractor = _learners(cfg, tok, ext_tok)
     with timings.time("warm_start"):

@@ -61,6 +61,20 @@ def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatc
             again.close()
 
 
+def test_a_resumed_run_keeps_the_warm_start_it_grew_from(tmp_path):
+    """Its record names the warm start its checkpoint holds, even when this
+    code would build another (figures compare records with today's key)."""
+    from crl_jax.training.warm_cache import record_warm_start
+    out = str(tmp_path / "run")
+    record_warm_start(out, "alfworld_cpu-ws1-0123456789ab")
+    build_run(_cfg(tmp_path, "experience.mode=none"), out, resume=True).close()
+    assert recorded_warm_start(out) == "alfworld_cpu-ws1-0123456789ab"
+    fresh = str(tmp_path / "fresh")
+    cfg = _cfg(tmp_path, "experience.mode=none")
+    build_run(cfg, fresh).close()
+    assert recorded_warm_start(fresh) == warm_start_key(cfg)
+
+
 def test_the_actor_is_in_the_cache_before_the_extractor_trains(tmp_path, monkeypatch):
     """A baseline waiting only on the actor starts while the extractor still trains."""
     cfg = _cfg(tmp_path)
