@@ -28,6 +28,12 @@ class EpisodeRecord:
     guiding_entry_id: int | None = None
     step: int = 0
     asked_sample_keys: tuple[str, ...] = ()  # search-and-ask exchanges made during the episode
+    # What the outcome is measured against when it credits the entry that
+    # guided it: 0 (paper Eq. 3's r(m)) or, with experience.reward_baseline=
+    # "free", the mean +1/-1 outcome of the free episodes of the same task
+    # in the same step (so r(m) says whether the entry helped, not whether
+    # the game was easy).
+    outcome_baseline: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,9 +100,9 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
     snapshot = bank.snapshot
     guiding = snapshot.entries.get(record.guiding_entry_id) if record.guiding_entry_id is not None else None
     if guiding is not None:  # r(m): the outcome goes to the call that wrote the guiding text
-        manager.training_buffer.credit(guiding.source_call, record.success)
+        manager.training_buffer.credit(guiding.source_call, record.success, record.outcome_baseline)
     for key in record.asked_sample_keys:
-        manager.training_buffer.credit(key, record.success)
+        manager.training_buffer.credit(key, record.success, record.outcome_baseline)
     shown = [guiding] if guiding is not None else []
     if config.consolidation_context and len(snapshot):
         related = manager.search(f"goal: {record.goal}", record.task_key, k=config.consolidation_context,

@@ -29,6 +29,9 @@ class ExtractorSample:
 
     @property
     def reward(self) -> float:
+        """Paper Eq. 3's r(m): the mean +1 / -1 outcome of the trajectories
+        this sample's entries guided (each less its baseline, when the run
+        measures outcomes against free episodes: EpisodeRecord.outcome_baseline)."""
         return sum(self.outcomes) / len(self.outcomes)
 
 
@@ -67,13 +70,14 @@ class ExtractorTrainingBuffer:
             while len(self._samples) > self.max_samples:  # oldest first
                 self._samples.popitem(last=False)
 
-    def credit(self, key: str | None, success: bool) -> bool:
-        """Record the outcome of a trajectory guided by this sample's output. False if unknown."""
+    def credit(self, key: str | None, success: bool, baseline: float = 0.0) -> bool:
+        """Record the outcome (+1 / -1, minus ``baseline``) of a trajectory
+        guided by this sample's output. False if unknown."""
         with self._lock:
             sample = self._samples.get(key) if key is not None else None
             if sample is None:
                 return False
-            sample.outcomes.append(1.0 if success else -1.0)
+            sample.outcomes.append((1.0 if success else -1.0) - float(baseline))
             return True
 
     def sample(self, key: str) -> ExtractorSample | None:

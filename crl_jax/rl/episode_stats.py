@@ -94,6 +94,18 @@ def _with_sdae(episodes, turn_adv, spec, task_ids, guided):
             for s, a in zip(sdae, turn_adv)]
 
 
+def free_outcome_baselines(episodes: Sequence[Episode]) -> list[float]:
+    """Per episode: the mean +1 / -1 outcome of the free (unguided) episodes
+    of its task in this batch, 0 where the task has none. What a guided
+    outcome is measured against under experience.reward_baseline="free"."""
+    outcomes: dict[tuple, list[float]] = {}
+    for ep in episodes:
+        if not ep.guided:
+            outcomes.setdefault((ep.env_name, ep.task), []).append(1.0 if ep.won else -1.0)
+    return [float(np.mean(outcomes[(ep.env_name, ep.task)]))
+            if (ep.env_name, ep.task) in outcomes else 0.0 for ep in episodes]
+
+
 def batch_metrics(episodes: Sequence[Episode], prefix: str = "") -> dict[str, float]:
     if not episodes:
         return {}

@@ -121,6 +121,11 @@ class ExperienceSpec:
     embedder: str = "hashing"  # hashing | minilm | a decoder embedding checkpoint dir
     bank: ExperienceConfig = ExperienceConfig()
     self_distillation: float = 0.0  # SFT weight on good guided turns (Fig. 9b); 0 = off
+    reward_baseline: Literal["none", "free"] = "none"
+    """What credits an entry (r(m), paper Eq. 3): none = the mean +1/-1 outcome
+    of the episodes it guided (the paper); free = each outcome less the mean
+    outcome of the free episodes of the same task in the same step (beyond the
+    paper: whether the entry helped, not whether the game was easy)."""
     sync: bool = False
     """Deterministic experience pipeline: consolidation, merge and extractor
     training run at fixed points of each step (after the actor update, in

@@ -14,7 +14,8 @@ import numpy as np
 
 from crl_jax.experience import EpisodeRecord
 from crl_jax.rl.batch import pack_samples
-from crl_jax.rl.episode_stats import batch_metrics, self_distillation_samples, turn_advantages
+from crl_jax.rl.episode_stats import (batch_metrics, free_outcome_baselines,
+                                      self_distillation_samples, turn_advantages)
 from crl_jax.rl.rollout import Episode
 from crl_jax.training.components import Run
 from crl_jax.training.oracle import oracle_retriever
@@ -123,10 +124,12 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
     merge_every steps the bank is merged, per task key."""
     if run.cfg.experience.mode == "offline":  # static bank, but guided outcomes still credit r(m)
         return
-    for ep in episodes:
+    baselines = (free_outcome_baselines(episodes)
+                 if run.cfg.experience.reward_baseline == "free" else [0.0] * len(episodes))
+    for ep, baseline in zip(episodes, baselines):
         run.manager.submit_episode(EpisodeRecord(ep.goal, ep.trajectory_text(), ep.won,
                                                  ep.task_key, ep.experience_id, step,
-                                                 tuple(ep.ask_keys)))
+                                                 tuple(ep.ask_keys), baseline))
     every = run.cfg.experience.merge_every
     if every and (step + 1) % every == 0:
         # Entries carry their environment's task key in a shared bank too, so
