@@ -11,6 +11,7 @@ trap, a boulder that sank without filling the water) are absorbed.
 from __future__ import annotations
 
 import collections
+from typing import Sequence
 
 import numpy as np
 from nle import nethack
@@ -260,3 +261,71 @@ class MiniHackExpert:
             state, move = prev[state]
             steps.append((move, state))
         return [(m, s[0], frozenset(others | {s[2]})) for m, s in reversed(steps)]
+
+
+class MiniHackPlanExpert(MiniHackExpert):
+    """The informed expert of the open rooms: follows a plan of moves from
+    the start (an entry that says the way to the stairs), then searches as
+    MiniHackExpert does when the plan runs out without a win or a planned
+    move twice fails to move the agent (a monster in the way, a wall: a
+    wrong plan). A plan step that is not a move is skipped."""
+
+    def __init__(self, plan: Sequence[str] = ()):
+        self.plan = tuple(plan)
+        super().__init__()
+
+    def reset(self):
+        super().reset()
+        self._todo = [s for s in self.plan if s in MOVES]
+        self._sent_from: tuple[int, int] | None = None
+        self._stuck = 0
+
+    def act(self, env) -> str:
+        agent = env.agent_xy
+        if self._sent_from is not None:  # the last planned move: done, or to try again
+            if agent != self._sent_from:
+                self._todo.pop(0)
+                self._stuck = 0
+            else:
+                self._stuck += 1
+                if self._stuck >= 2:
+                    self._todo = []
+            self._sent_from = None
+        if not self._todo:
+            return super().act(env)
+        self._observe(env.obs)  # keep the map for the search that may follow
+        self._sent_from = agent
+        move = self._todo[0]
+        return self._send(agent, move, move)
+
+
+def direct_moves(start: tuple[int, int], goal: tuple[int, int]) -> list[str]:
+    """The king-move path from start to goal in an open room: diagonal
+    steps first, then straight ones (it stays inside the rectangle the two
+    cells span, so inside the room)."""
+    dx, dy = goal[0] - start[0], goal[1] - start[1]
+    sx, sy = (dx > 0) - (dx < 0), (dy > 0) - (dy < 0)
+    names = {v: k for k, v in MOVES.items()}
+    diag = min(abs(dx), abs(dy))
+    moves = [names[(sx, sy)]] * diag if diag else []
+    rest = (dx - sx * diag, dy - sy * diag)
+    if rest != (0, 0):
+        step = ((rest[0] > 0) - (rest[0] < 0), (rest[1] > 0) - (rest[1] < 0))
+        moves += [names[step]] * max(abs(rest[0]), abs(rest[1]))
+    return moves
+
+
+def goal_of(env, task, actions: Sequence[str]) -> tuple[tuple[int, int], tuple[int, int] | None]:
+    """(start, stairs) of a game, replaying ``actions`` (a won episode's):
+    the stairs are where its last move went; None when it did not win."""
+    env.reset(task)
+    start = env.agent_xy
+    for action in actions:
+        before = env.agent_xy
+        step = env.step(action)
+        if step.info.won:
+            dx, dy = MOVES.get(action, (0, 0))
+            return start, (before[0] + dx, before[1] + dy)
+        if step.done:
+            break
+    return start, None

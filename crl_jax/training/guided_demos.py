@@ -12,9 +12,10 @@ line from a mix of sources (``warm_start.guided_source``, e.g.
   peer     the plan of another game of the same task type, played by the
            searching expert, which ignores it (a line to learn to distrust).
 
-In environments without an informed expert the demonstration of the game
-itself follows its own plan (the plan is made of its actions), so "own" and
-"noisyK" reuse it with the (corrupted) line.
+In environments without an informed expert (MiniHack's mazes, key rooms and
+rivers, Sokoban, WebShop, SWE) the demonstration of the game itself follows
+its own plan (the plan is made of its actions), so "own" and "noisyK" reuse
+it with the (corrupted) line.
 """
 from __future__ import annotations
 
@@ -122,8 +123,24 @@ def _wrong_step(step: str, rng, receptacles, alternatives) -> str:
 
 
 def informed(env_name: str) -> bool:
-    """Whether ``env_name`` has an expert that follows a plan."""
-    return env_name.startswith("alfworld")
+    """Whether ``env_name`` has an expert that follows a plan: ALFWorld's
+    goes first where the plan says; in MiniHack's open rooms it walks the
+    plan's moves, the straight way to the stairs."""
+    return env_name.startswith(("alfworld", "MiniHack-Room-"))
+
+
+def plan_expert(env_name: str, steps: Sequence[str]):
+    """The informed expert of ``env_name`` following ``steps``."""
+    if env_name.startswith("alfworld"):
+        return AlfWorldEnvExpert(steps)
+    from crl_jax.envs.minihack_expert import MiniHackPlanExpert  # needs nle
+    return MiniHackPlanExpert(steps)
+
+
+def plan_places(env_name: str, first_observation: str) -> list[str]:
+    """The places a wrong plan step may name instead (ALFWorld: the room's
+    receptacles; elsewhere none, so a wrong step is another action)."""
+    return room_receptacles(first_observation) if env_name.startswith("alfworld") else []
 
 
 def guided_demo(demo: Demo, source: str, make: Callable[[], object], max_turns: int,
@@ -146,9 +163,10 @@ def guided_demo(demo: Demo, source: str, make: Callable[[], object], max_turns: 
         line = plan_entry(clean)
         if not k:
             return dataclasses.replace(clean, experience=line, source=source)
-        line = corrupt_plan(line, k, rng, room_receptacles(demo.observations[0]), alternatives)
-        played = play_expert(env, demo.task, AlfWorldEnvExpert(plan_steps(line)), max_turns,
-                             demo.env_name)
+        line = corrupt_plan(line, k, rng, plan_places(demo.env_name, demo.observations[0]),
+                            alternatives)
+        played = play_expert(env, demo.task, plan_expert(demo.env_name, plan_steps(line)),
+                             max_turns, demo.env_name)
     finally:
         env.close()
     return dataclasses.replace(played, experience=line, source=source)
@@ -156,10 +174,16 @@ def guided_demo(demo: Demo, source: str, make: Callable[[], object], max_turns: 
 
 def own_plan_demo(env, demo: Demo, max_turns: int) -> Demo:
     """The game played by the informed expert along the searching expert's
-    plan: the direct path, without the searching demo's detours. Its plan
+    plan: the direct path, without the searching demo's detours (MiniHack:
+    the king moves from the start to the stairs the search found). Its plan
     entry is the game's own plan (what an ideal bank entry says)."""
-    return play_expert(env, demo.task, AlfWorldEnvExpert(plan_steps(plan_entry(demo))),
-                       max_turns, demo.env_name)
+    steps = plan_steps(plan_entry(demo))
+    if demo.env_name.startswith("MiniHack-"):
+        from crl_jax.envs.minihack_expert import direct_moves, goal_of  # needs nle
+        start, stairs = goal_of(env, demo.task, demo.actions)
+        steps = direct_moves(start, stairs) if stairs is not None else steps
+    return play_expert(env, demo.task, plan_expert(demo.env_name, steps), max_turns,
+                       demo.env_name)
 
 
 def guided_demos(demos: Sequence[Demo], make: Callable[[], object], mix: str,

@@ -13,9 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
-from crl_jax.envs.alfworld_expert import room_receptacles
 from crl_jax.envs.registry import make_expert
-from crl_jax.training.guided_demos import corrupt_plan, informed, own_plan_demo
+from crl_jax.training.guided_demos import corrupt_plan, informed, own_plan_demo, plan_places
 from crl_jax.training.logs import progress_bar
 from crl_jax.training.warmstart import play_expert, plan_entry
 
@@ -41,8 +40,8 @@ def oracle_plans(sources, noise: int, max_turns: int, seed: int,
             if noise:
                 rng = np.random.default_rng([seed, i])
                 alternatives = sorted(set(demo.actions))
-                line = corrupt_plan(line, noise, rng, room_receptacles(demo.observations[0]),
-                                    alternatives)
+                line = corrupt_plan(line, noise, rng,
+                                    plan_places(src.env_name, demo.observations[0]), alternatives)
             plans[(src.env_name, task)] = line
             types[(src.env_name, task)] = demo.task_type
             bar.update(1)

@@ -262,3 +262,14 @@ def test_a_key_of_an_earlier_scheme_is_not_current(tmp_path):
     today = warm_start_key(cfg)
     older = today.replace(f"-{KEY_SCHEME}-", "-ws1-")
     assert key_in_scheme_of(older, cfg) == today != older
+
+
+def test_minihack_rooms_use_the_later_key_scheme_and_the_others_keep_theirs():
+    """MiniHack rooms' guided demos changed (ws8); ALFWorld's did not, so its
+    warm starts and the records made from them stay current (ws7)."""
+    alfworld = warm_start_key(load_preset("alfworld_cpu"))
+    room = warm_start_key(load_preset("minihack_room_cpu"))
+    assert f"-{KEY_SCHEME}-" in alfworld and KEY_SCHEME == "ws7"
+    assert "-ws8-" in room and key_in_scheme_of(room, load_preset("minihack_room_cpu")) == room
+    assert "-ws8-" in warm_start_key(load_preset("multitask3_cpu")) or not any(
+        n.startswith("MiniHack-Room-") for n in load_preset("multitask3_cpu").env.names)

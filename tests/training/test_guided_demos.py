@@ -144,3 +144,34 @@ def test_a_disjoint_pool_shares_no_game_with_the_warm_start():
     assert not pool & {d.task for d in demos}
     together = config_io.apply_overrides(cfg, ["train.pool_disjoint=false"])
     assert pool & {d.task for d in collect_demos(together, [src])}
+
+
+def test_minihack_room_guided_demos_follow_their_line():
+    """A room's own plan is the straight way to its stairs: the guided demo
+    walks it (so its actions depend on the line) and is shorter than the
+    searching demo; a noisy line differs from the own plan in exactly one
+    step; the oracle hands out the same own plans."""
+    pytest.importorskip("nle")
+    from crl_jax.envs.minihack_env import MiniHackEnv
+    room = "MiniHack-Room-Ultimate-5x5-v0"
+
+    def make():
+        return MiniHackEnv(room, seeded_clock=True)
+
+    env = make()
+    demos = [play_expert(env, seed, make_expert(room), 30, room) for seed in range(12)]
+    env.close()
+    wins = [d for d in demos if d.won]
+    rng = np.random.default_rng(0)
+    own = guided_demos(wins, make, "own:1", 1.0, 30, rng)
+    assert len(own) >= 0.9 * len(wins)
+    followed = [g for g in own if plan_steps(g.experience) == g.actions]
+    assert len(followed) >= 0.8 * len(own)  # a monster in the way can cost a retry
+    assert np.mean([len(g.actions) for g in own]) < np.mean([len(d.actions) for d in wins])
+    noisy = guided_demos(wins, make, "noisy1:1", 1.0, 30, np.random.default_rng(0))
+    by_task = {g.task: g.experience for g in own}
+    for g in noisy:
+        if g.task in by_task and len(plan_steps(by_task[g.task])) == len(plan_steps(g.experience)):
+            diff = sum(a != b for a, b in zip(plan_steps(by_task[g.task]),
+                                              plan_steps(g.experience)))
+            assert diff == 1
