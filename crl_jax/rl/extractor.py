@@ -8,6 +8,7 @@ whose ids were evicted from that cache is re-encoded (counted in metrics).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import threading
 
@@ -67,6 +68,17 @@ class ExtractorAgent:
                 self._ids.popitem(last=False)
         self.stats["generated_tokens"] += len(out)
         return ExtractorReply(text, response)
+
+    def greedy_answers(self, requests: list[ExtractionRequest], batch: int = 16) -> list[str]:
+        """Greedy replies to ``requests`` (a measurement: no call is counted,
+        nothing is kept for training, the sampling seeds are untouched)."""
+        greedy = dataclasses.replace(self.sampling, temperature=0.0)
+        out = []
+        for i in range(0, len(requests), batch):
+            ids = [self._render(r)[1] for r in requests[i:i + batch]]
+            result = self.sampler.generate(ids, greedy, rng=0)
+            out += [self.tokenizer.decode(strip_stop_tokens(t, greedy)) for t in result.tokens]
+        return out
 
     def merge(self, texts: list[str]) -> list[str] | None:
         """The manager's merger: the extractor decides which entries of a window

@@ -21,6 +21,7 @@ from crl_jax.rl.learner import Learner
 from crl_jax.rl.rollout import RolloutEngine
 from crl_jax.training import setup, warmstart
 from crl_jax.training.config import RunConfig
+from crl_jax.training.entry_tracking import EntryTracker
 from crl_jax.training.metrics import PhaseTimings
 from crl_jax.training.oracle import oracle_plans
 from crl_jax.training.tasks import DEMO_TURNS_FACTOR, TaskSource, episode_cap, task_source
@@ -55,6 +56,7 @@ class Run:
     warm_start_losses: dict
     timings: PhaseTimings
     oracle: dict | None = None  # experience.mode=oracle: (environment, task) -> plan
+    entry_tracker: object | None = None  # entry_tracking.EntryTracker (runs with experience)
 
     @property
     def use_experience(self) -> bool:
@@ -202,9 +204,16 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
         oracle = {**oracle_plans(rl_sources, noise, max_turns, seed, peer=peer),
                   **oracle_plans(eval_sources, noise, max_turns, seed, cfg.env.num_eval_tasks,
                                  peer=peer)}
+    train_envs = {s.env_name: [s.make() for _ in range(n)] for s in train_sources}
+    tracker = None
+    if cfg.experience.mode != "none":  # the pool's true plans, keyed as episodes name their games
+        names = {s.env_name: getattr(train_envs[s.env_name][0], "name", s.env_name)
+                 for s in train_sources}
+        plans = oracle_plans(rl_sources, 0, episode_cap(cfg), cfg.warm_start.seed)
+        tracker = EntryTracker({(names[e], t): p for (e, t), p in plans.items()})
     return Run(cfg=cfg, out_dir=out_dir, train_sources=train_sources,
                eval_sources=eval_sources, rl_sources=rl_sources, demos=demos, oracle=oracle,
                tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor,
                sampler=sampler, engine=RolloutEngine(sampler, tok, cfg.rollout),
-               train_envs={s.env_name: [s.make() for _ in range(n)] for s in train_sources},
-               agent=agent, manager=manager, warm_start_losses=losses, timings=timings)
+               train_envs=train_envs, agent=agent, manager=manager, warm_start_losses=losses,
+               timings=timings, entry_tracker=tracker)

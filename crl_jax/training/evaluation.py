@@ -46,6 +46,8 @@ class Evaluator:
                 episodes += got
             out.update(batch_metrics(episodes, prefix=f"eval_{name}/"))
         bar.close()
+        if run.entry_tracker is not None and run.agent is not None:
+            out.update(run.entry_tracker.extractor_metrics(run.agent))
         return out
 
     def close(self) -> None:

@@ -41,6 +41,8 @@ def save_checkpoint(run: Run, state: RunState, ckpt: RunCheckpointer) -> None:
     (counters, extractor buffer, retrieval generator), the extractor's call
     count and the token ids of the replies its buffer will train on."""
     host = {"step": state.step, "rng": state.rng.bit_generator.state}
+    if run.entry_tracker is not None:
+        host["entry_tracker"] = run.entry_tracker.state_dict()
     files = {}
     if run.manager is not None:
         run.manager.drain()
@@ -81,6 +83,8 @@ def restore_checkpoint(run: Run, ckpt: RunCheckpointer, state: RunState) -> RunS
                                            _buffer_pairs(host["manager"]))
         else:  # a checkpoint written before the manager's state was kept
             run.manager.training_buffer.load_state_dict(host["extractor_buffer"])
+    if run.entry_tracker is not None and "entry_tracker" in host:
+        run.entry_tracker.load_state_dict(host["entry_tracker"])
     state.rng.bit_generator.state = host["rng"]
     log.info("resumed from step %d", restored.step)
     return RunState(step=int(host["step"]), rng=state.rng)

@@ -146,6 +146,9 @@ def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
     with run.timings.time("rollout"):
         episodes = play_training_batch(run, state)
     metrics = batch_metrics(episodes, prefix="train/")
+    if run.entry_tracker is not None:
+        metrics.update(run.entry_tracker.guided_metrics(episodes))
+        run.entry_tracker.remember(episodes)
     with run.timings.time("actor_update"):
         if cfg.experience.mode != "exp_only":
             turn_adv = turn_advantages(episodes, cfg.advantages)

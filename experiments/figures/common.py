@@ -202,10 +202,10 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
     warm = ([f"warm start: {key_then} -> {key_now}"]
             if key_then is not None and key_then != key_now else [])
     return warm + [f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(then))
-                   if k not in BOOKKEEPING_KEYS and not _unread(k, now) and then.get(k) != now.get(k)]
+                   if k not in BOOKKEEPING_KEYS and not unread(k, now) and then.get(k) != now.get(k)]
 
 
-def _unread(key: str, flat: dict) -> bool:
+def unread(key: str, flat: dict) -> bool:
     """Whether a run with these settings never reads ``key``: an arm without
     experience (the baseline) reads no experience.* setting but the mode, so
     retuning the experience pipeline leaves its runs valid; nor does an oracle

@@ -74,7 +74,8 @@ def describe(directory: str, preset: str) -> dict:
     from crl_jax.training.config import RunConfig
     cfg = flatten_config(load_config_json(RunConfig, os.path.join(directory, "config.json")))
     base = flatten_config(load_preset(preset))
-    changed = [f"{k}={v}" for k, v in cfg.items() if k not in _NOT_SETTINGS and base.get(k) != v]
+    changed = [f"{k}={v}" for k, v in cfg.items()
+               if k not in _NOT_SETTINGS and base.get(k) != v and not common.unread(k, cfg)]
     rows = common.read_rows(os.path.join(directory, common.METRICS))
     return {"run": os.path.basename(directory), "seed": cfg["train.seed"],
             "mode": cfg["experience.mode"], "settings": " ".join(changed) or "preset",
