@@ -2,7 +2,8 @@
 searching expert against the informed expert given the game's own plan
 (and that plan with 1 and 2 wrong steps), on a preset's training games.
 
-    python experiments/expert_turn_cap.py --config=alfworld_cpu [--games=300] [--caps=8,10,12,15,20]
+    python experiments/expert_turn_cap.py --config=alfworld_cpu [--games=300] [--caps 8 10 12 15 20]
+    python experiments/expert_turn_cap.py --config=minihack_room_cpu --caps 4 5 6 8 10
 
 A game counts as won at cap c when the expert wins within c actions. The
 cap at which searching often fails and the informed expert still wins is
@@ -41,10 +42,10 @@ class Command:
 
 def measure(cfg: RunConfig, games: int, longest: int, seed: int = 0) -> dict[str, list]:
     """Actions each expert needed per game (None: lost within ``longest``)."""
-    from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert, room_receptacles
     from crl_jax.envs.registry import make_expert
     from crl_jax.training.components import task_sources
-    from crl_jax.training.guided_demos import corrupt_plan, own_plan_demo, plan_steps
+    from crl_jax.training.guided_demos import (corrupt_plan, own_plan_demo, plan_expert,
+                                               plan_places, plan_steps)
     from crl_jax.training.warmstart import play_expert, plan_entry
 
     src = task_sources(dataclasses.replace(cfg, env=dataclasses.replace(
@@ -55,11 +56,18 @@ def measure(cfg: RunConfig, games: int, longest: int, seed: int = 0) -> dict[str
     for task in src.tasks[:games]:
         demo = play_expert(env, task, make_expert(src.expert), longest, src.env_name)
         out["searching"].append(len(demo.actions) if demo.won else None)
+        if not demo.won:  # no plan to give: the informed rows count it lost
+            for name in list(out)[1:]:
+                out[name].append(None)
+            continue
         plan = plan_entry(own_plan_demo(env, demo, longest))
-        rooms = room_receptacles(demo.observations[0])
+        places = plan_places(src.env_name, demo.observations[0])
+        # a wrong step without a place (MiniHack: a move) becomes another of the game's actions
+        moves = () if places else sorted(set(demo.actions))
         for name, k in (("own plan", 0), ("1 wrong step", 1), ("2 wrong steps", 2)):
-            line = corrupt_plan(plan, k, rng, rooms) if k else plan
-            d = play_expert(env, task, AlfWorldEnvExpert(plan_steps(line)), longest, src.env_name)
+            line = corrupt_plan(plan, k, rng, places, moves) if k else plan
+            d = play_expert(env, task, plan_expert(src.env_name, plan_steps(line)), longest,
+                            src.env_name)
             out[name].append(len(d.actions) if d.won else None)
     env.close()
     return out
@@ -80,12 +88,15 @@ def report(results: dict[str, list], caps: tuple[int, ...]) -> str:
 def main(argv=None) -> int:
     command = config_io.parse_preset_command(Command, sys.argv[1:] if argv is None else argv,
                                              "alfworld_cpu", __doc__)
-    if not command.cfg.env.names[0].startswith("alfworld"):
-        print("error: the informed expert exists for ALFWorld only", file=sys.stderr)
+    from crl_jax.training.guided_demos import informed
+    if not informed(command.cfg.env.names[0]):
+        print(f"error: {command.cfg.env.names[0]} has no informed expert (ALFWorld and "
+              "MiniHack's open rooms have)", file=sys.stderr)
         return 2
     results = measure(command.cfg, command.games, command.longest)
-    print(f"{command.games} training games of {command.config} "
-          f"(room size {command.cfg.env.room_size}):")
+    where = (f" (room size {command.cfg.env.room_size})"
+             if command.cfg.env.names[0].startswith("alfworld") else "")
+    print(f"{command.games} training games of {command.config}{where}:")
     print(report(results, command.caps))
     return 0
 

@@ -2,13 +2,15 @@
 
 The room is dark: the agent sees only the cells around it, so a searching
 player walks the room until the stairs come into view, while one that knows
-where they lie walks straight there. Measured over 300 training rooms
-(`MiniHackExpert` searching, `MiniHackPlanExpert` given the straight path to
-the stairs the search found): 6.6 actions a win searching against 2.8
-informed; within 4/5/6/8/10 actions the searcher wins 0.43/0.49/0.53/0.64/0.74
-of the rooms, the informed player 0.89/0.92/0.93/0.94/0.94 (a monster or a
-trap in the way costs it the rest). The turn cap is 6, so knowing the way
-pays; the expert demonstrates under a 3x looser cap.
+where they lie walks straight there. Measured on 300 training rooms
+(`python experiments/expert_turn_cap.py --config=minihack_room_cpu --caps 4
+5 6 8 10`): within 4/5/6/8/10 actions the searching expert wins
+0.43/0.49/0.53/0.64/0.74 of them (6.6 actions a win), the informed expert
+given the room's own plan (the straight moves to the stairs the search
+found) 0.87/0.91/0.92/0.93/0.94 (2.9 actions; a monster or a trap in the way
+costs it the rest), with one wrong step 0.63/0.78/0.83/0.86/0.89, with two
+0.47/0.58/0.66/0.72/0.77. The turn cap is 6, so knowing the way pays; the
+expert demonstrates under a 3x looser cap.
 
 Budget arithmetic (2 cores): observations are ~630 characters (grid, legend,
 inventory, actions), ~200 tokens with the fitted vocabulary; actions are one
