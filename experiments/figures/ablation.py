@@ -10,6 +10,8 @@ from typing import Sequence
 from experiments.figures import aggregate, common, plots, settings
 from experiments.figures.script import attempt, fmt_finals, fmt_ratio, report
 
+# Metrics only a run with experience has.
+EXPERIENCE_KEYS = ("eval_with_exp", "train/entry_", "extractor/")
 # (metric key, how many last points make its final value, column title)
 FINALS = (("train/success", 3, "train success"),
           ("eval_no_exp/success", 1, "eval, no exp."),
@@ -40,7 +42,7 @@ def variant_figure(name: str, title: str, preset: str, budget: str, root: str, o
     for key, _, col in finals:
         series = {}
         for v in variants:
-            if key.startswith("eval_with_exp") and v.mode == "none":
+            if v.mode == "none" and key.startswith(EXPERIENCE_KEYS):
                 continue  # a no-experience run has no with-experience evaluation
             c = attempt(notes, f"{v.label} {key}", aggregate.seed_curves, runs.get(v.label, {}), key)
             if c:
@@ -54,7 +56,7 @@ def variant_figure(name: str, title: str, preset: str, budget: str, root: str, o
         cells = []
         mine = None
         for key, k, _ in finals:
-            if key.startswith("eval_with_exp") and v.mode == "none":
+            if v.mode == "none" and key.startswith(EXPERIENCE_KEYS):
                 cells.append("-")
                 continue
             f = attempt(notes, f"{v.label} {key}", aggregate.seed_finals, runs.get(v.label, {}), key, k)

@@ -1,0 +1,46 @@
+"""Retrieval at CPU scale (not a figure of the paper): what the actor reads
+under Comp. RL with Eq. 6 as written and without its count penalty.
+
+The entry tracker (crl_jax/training/entry_tracking.py) showed that on
+alfworld_cpu the extractor's entries come close to the pool games' plans
+(step F1 0.6-0.8 at the evaluations) while the entries guided episodes read
+are mostly for other games (own goal in 0-25% of the tasks a step): Eq. 6's
+count penalty (lambda log(1 + c), lambda = 0.4) outweighs the similarity gap
+between a game's own entry and the others' as soon as the own one has been
+read a few times (four guided episodes a task read it each step). The
+paper's bank is large and its entries serve many tasks; here a game's plan
+is one entry. The arm "lambda = 0" keeps Eq. 6's recency term and drops the
+count term: retrieval by similarity.
+
+    python experiments/figures/reproduce.py --budget=full --only=retrieval
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from experiments.figures.ablation import FINALS, Variant, variant_arms, variant_figure  # noqa: E402
+from experiments.figures.fig6_success import BASE, COMP as OURS  # noqa: E402
+from experiments.figures.script import figure_main  # noqa: E402
+
+PRESET = "alfworld_cpu"
+NO_COUNT = "Comp. RL, lambda = 0 (similarity only)"
+VARIANTS = (Variant(OURS), Variant(NO_COUNT, extra=("experience.bank.diversity_lambda=0.0",)),
+            Variant(BASE, "none"))
+ENTRY_FINALS = (*FINALS, ("train/entry_goal", 5, "entries for the own goal"),
+                ("train/entry_step_f1", 5, "entry step F1"))
+
+
+def arms(budget: str):
+    return variant_arms(PRESET, budget, VARIANTS)
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    return [variant_figure("retrieval", "Retrieval: Eq. 6's count penalty at CPU scale", PRESET,
+                           budget, root, out_dir, VARIANTS, OURS, finals=ENTRY_FINALS)]
+
+
+if __name__ == "__main__":
+    figure_main(sys.modules[__name__])
