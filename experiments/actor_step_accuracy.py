@@ -31,8 +31,7 @@ _EXP = re.compile(r"^(none|own|peer|noisy:([1-9]\d*))$")
 
 def line_maker(exp: str, demos, seed: int = 0):
     """demo -> the experience line --exp asks for."""
-    from crl_jax.envs.alfworld_expert import room_receptacles
-    from crl_jax.training.guided_demos import corrupt_plan
+    from crl_jax.training.guided_demos import corrupt_plan, plan_places
     from crl_jax.training.warmstart import plan_entry
 
     m = _EXP.match(exp)
@@ -50,8 +49,8 @@ def line_maker(exp: str, demos, seed: int = 0):
         own = plan_entry(d)
         if m.group(2):
             actions = sorted({a for p in demos for a in p.actions})
-            return corrupt_plan(own, int(m.group(2)), rng, room_receptacles(d.observations[0]),
-                                actions)
+            return corrupt_plan(own, int(m.group(2)), rng,
+                                plan_places(d.env_name, d.observations[0]), actions)
         return own
 
     return line
@@ -59,7 +58,7 @@ def line_maker(exp: str, demos, seed: int = 0):
 
 def reference_demos(src, tasks, max_turns: int):
     """The expert's games: the informed expert along the game's own plan
-    where there is one (ALFWorld), else the searching expert."""
+    where there is one (ALFWorld, MiniHack's rooms), else the searching expert."""
     from crl_jax.training.guided_demos import informed, own_plan_demo
     from crl_jax.training.warmstart import collect_demos
 
