@@ -5,6 +5,7 @@ from the same weights.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -113,7 +114,11 @@ def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor:
             losses["extractor"] = _train_extractor(cfg, demos, extractor, ext_tok, out_dir, cache)
             _publish(cache, out_dir, "extractor", extractor, losses["extractor"])
     if cache:
-        shutil.rmtree(progress_dir(out_dir, cache), ignore_errors=True)  # now in the cache
+        # Each model's progress went when it reached the cache (_publish); the
+        # key's directory goes once empty: another run may still be training
+        # the extractor of this key (an actor-only arm must not take its progress).
+        with contextlib.suppress(OSError):
+            os.rmdir(progress_dir(out_dir, cache))
         losses = {**cache.losses(), **losses}
     for name, curve in losses.items():
         if curve:

@@ -273,3 +273,15 @@ def test_minihack_rooms_use_the_later_key_scheme_and_the_others_keep_theirs():
     assert "-ws8-" in room and key_in_scheme_of(room, load_preset("minihack_room_cpu")) == room
     assert "-ws8-" in warm_start_key(load_preset("multitask3_cpu")) or not any(
         n.startswith("MiniHack-Room-") for n in load_preset("multitask3_cpu").env.names)
+
+
+def test_an_actor_only_run_leaves_another_runs_extractor_progress(tmp_path):
+    """A baseline or oracle arm loads the cached actor while another process
+    still trains the extractor of that key: the extractor's saved progress
+    stays (it used to be removed with the key's whole progress directory)."""
+    cfg = _cfg(tmp_path, "experience.mode=none")
+    build_run(cfg, str(tmp_path / "first")).close()  # the actor reaches the cache
+    progress = tmp_path / "cache" / "in_progress" / warm_start_key(cfg) / "extractor" / "50"
+    progress.mkdir(parents=True)
+    build_run(cfg, str(tmp_path / "second")).close()
+    assert progress.is_dir()
