@@ -206,7 +206,10 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
                                  peer=peer)}
     train_envs = {s.env_name: [s.make() for _ in range(n)] for s in train_sources}
     tracker = None
-    if cfg.experience.mode != "none":  # the pool's true plans, keyed as episodes name their games
+    # The pool's true plans, keyed as episodes name their games; only for a
+    # fixed pool (train.task_pool): without one, RL draws from every training
+    # game and there is no "latest trajectory of each pool game" to score.
+    if cfg.experience.mode != "none" and cfg.train.task_pool:
         names = {s.env_name: getattr(train_envs[s.env_name][0], "name", s.env_name)
                  for s in train_sources}
         plans = oracle_plans(rl_sources, 0, episode_cap(cfg), cfg.warm_start.seed)

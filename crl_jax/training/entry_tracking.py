@@ -13,7 +13,9 @@ elsewhere), the entry the extractor's warm start was taught to write.
   plan (``extractor/pool_*``; ``pool_parsed``: answers holding an add).
 
 Success curves cannot show co-evolution; these can: whether the extractor's
-entries get closer to the truth as RL goes on.
+entries get closer to the truth as RL goes on. Tracked for runs with a fixed
+RL pool (train.task_pool, every CPU preset); the paper presets draw from
+every training game, whose plans would take the expert hours to play.
 """
 from __future__ import annotations
 
