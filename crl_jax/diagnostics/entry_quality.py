@@ -41,13 +41,19 @@ class EntryScores:
     f1_sum: float = 0.0
 
     def add(self, response: str, want: str) -> None:
-        self.games += 1
+        """An extractor answer: its first added entry is scored; an answer
+        without one counts as a game scoring nothing."""
         ops = [op for op in parse_operations(response, n_shown=0).operations
                if isinstance(op, AddOperation)]
         if not ops:
+            self.games += 1
             return
         self.parsed += 1
-        got = ops[0].text
+        self.score(ops[0].text, want)
+
+    def score(self, got: str, want: str) -> None:
+        """One entry against the one it should be (no parsing)."""
+        self.games += 1
         (g_goal, g_plan), (w_goal, w_plan) = plan_parts(got), plan_parts(want)
         self.exact += got.strip() == want.strip()
         self.goal += g_goal == w_goal

@@ -84,14 +84,14 @@ class ExactSearch:
             return out
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        missing = sorted({t for t in texts if self.cache.get(t) is None})
-        if missing:
+        found = {t: self.cache.get(t) for t in dict.fromkeys(texts)}
+        missing = [t for t, v in found.items() if v is None]
+        if missing:  # one embedder call for the call's new texts
             for text, vector in zip(missing, embed_checked(self.embedder, missing)):
+                found[text] = vector
                 self.cache.put(text, vector)
-        rows = [self.cache.get(t) for t in texts]
-        if any(r is None for r in rows):  # a cache smaller than the call: embed directly
-            return embed_checked(self.embedder, texts)
-        return np.stack(rows) if rows else np.zeros((0, self.bank.dim), np.float32)
+        return (np.stack([found[t] for t in texts]) if texts
+                else np.zeros((0, self.bank.dim), np.float32))
 
     def _candidates(self, snapshot, task_key: str, vector: np.ndarray, pool: int):
         """The pool best entries by cosine, ties broken by id (oldest first)."""

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
-from crl_jax.diagnostics.entry_quality import EntryScores, plan_parts, step_f1
+from crl_jax.diagnostics.entry_quality import EntryScores
 from crl_jax.experience import ExtractionRequest
 
 
@@ -40,15 +38,12 @@ class EntryTracker:
                   if ep.guided and ep.experience and (ep.env_name, ep.task) in self.plans]
         if not scored:
             return {}
-        exact, goal, f1 = [], [], []
+        scores = EntryScores()
         for got, want in scored:
-            (g_goal, g_plan), (w_goal, w_plan) = plan_parts(got), plan_parts(want)
-            exact.append(got.strip() == want.strip())
-            goal.append(g_goal == w_goal)
-            f1.append(step_f1(g_plan, w_plan))
-        return {f"{prefix}entry_exact": float(np.mean(exact)),
-                f"{prefix}entry_goal": float(np.mean(goal)),
-                f"{prefix}entry_step_f1": float(np.mean(f1))}
+            scores.score(got, want)
+        d = scores.as_dict()
+        return {f"{prefix}entry_exact": d["exact"], f"{prefix}entry_goal": d["goal"],
+                f"{prefix}entry_step_f1": d["step_f1"]}
 
     def remember(self, episodes: Sequence) -> None:
         """Keeps each pool game's latest won trajectory (the last in the batch)."""
