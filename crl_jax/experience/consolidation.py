@@ -34,6 +34,11 @@ class EpisodeRecord:
     # in the same step (so r(m) says whether the entry helped, not whether
     # the game was easy).
     outcome_baseline: float = 0.0
+    # Actor-Critic variant (paper App. B): the actor judged the guiding entry,
+    # and this is the entry's credit (crl_jax/rl/critic.py critic_credit;
+    # None: the verdict was unreadable and the entry gets no credit).
+    judged: bool = False
+    judged_credit: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +105,11 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
     snapshot = bank.snapshot
     guiding = snapshot.entries.get(record.guiding_entry_id) if record.guiding_entry_id is not None else None
     if guiding is not None:  # r(m): the outcome goes to the call that wrote the guiding text
-        manager.training_buffer.credit(guiding.source_call, record.success, record.outcome_baseline)
+        if not record.judged:
+            manager.training_buffer.credit(guiding.source_call, record.success,
+                                           record.outcome_baseline)
+        elif record.judged_credit is not None:
+            manager.training_buffer.credit_value(guiding.source_call, record.judged_credit)
     for key in record.asked_sample_keys:
         manager.training_buffer.credit(key, record.success, record.outcome_baseline)
     shown = [guiding] if guiding is not None else []

@@ -73,11 +73,16 @@ class ExtractorTrainingBuffer:
     def credit(self, key: str | None, success: bool, baseline: float = 0.0) -> bool:
         """Record the outcome (+1 / -1, minus ``baseline``) of a trajectory
         guided by this sample's output. False if unknown."""
+        return self.credit_value(key, (1.0 if success else -1.0) - float(baseline))
+
+    def credit_value(self, key: str | None, value: float) -> bool:
+        """Record one credit of this sample's output as it is (the Actor-Critic
+        variant's, which the actor's verdict sets). False if unknown."""
         with self._lock:
             sample = self._samples.get(key) if key is not None else None
             if sample is None:
                 return False
-            sample.outcomes.append((1.0 if success else -1.0) - float(baseline))
+            sample.outcomes.append(float(value))
             return True
 
     def sample(self, key: str) -> ExtractorSample | None:

@@ -132,9 +132,26 @@ def batch_metrics(episodes: Sequence[Episode], prefix: str = "") -> dict[str, fl
         if (won[part] > 0).any():  # the paper's "fewer actions" reads won episodes
             out[f"actions_when_won_{name}"] = float(actions[part & (won > 0)].mean())
     if guided.any():
-        out["experience_found"] = float(np.mean([e.experience is not None
+        out["experience_found"] = float(np.mean([e.retrieved is not None
                                                  for e in episodes if e.guided]))
+        out["retrieval_s_per_query"] = float(np.mean([e.retrieval_s for e in episodes
+                                                      if e.guided]))
+    out.update(critic_metrics(episodes))
     return {prefix + k: float(v) for k, v in out.items()}
+
+
+def critic_metrics(episodes: Sequence[Episode]) -> dict[str, float]:
+    """Actor-Critic variant: how the actor judged the entries it was shown
+    (shares of accept / refine / reject / unreadable answers) and the time a
+    judgement took, per entry (paper App. B reports it beside retrieval's)."""
+    judged = [e for e in episodes if e.judgement is not None]
+    if not judged:
+        return {}
+    verdicts = [e.judgement.verdict for e in judged]
+    out = {f"critic_{v}": verdicts.count(v) / len(judged) for v in ("accept", "refine", "reject")}
+    out["critic_unreadable"] = verdicts.count(None) / len(judged)
+    out["critic_s_per_entry"] = float(np.mean([e.judge_s for e in judged]))
+    return out
 
 
 def self_distillation_samples(episodes: Sequence[Episode], render_ids):

@@ -13,11 +13,12 @@ only to parse the action, never re-encoded.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Callable, Sequence
 
 import numpy as np
 
-from crl_jax.rl import prompts
+from crl_jax.rl import critic, prompts
 from crl_jax.envs.base import StepInfo
 from crl_jax.rl.batch import Sample
 from models.sampler import Sampler
@@ -45,6 +46,9 @@ class RolloutConfig:
     obs_chars: int = 240  # compact format: the current observation is cut to this length
     show_first_observation: bool = False  # compact format: keep the episode's first observation
     max_asks: int = 2  # search-and-ask calls per episode (paper: 2), when the trainer offers the tool
+    judge_max_new_tokens: int = 96
+    """Tokens the actor may write when it judges a retrieved entry (Actor-Critic
+    variant, experience.actor_critic; a refined entry is written in full)."""
 
     def __post_init__(self):
         if self.format not in prompts.FORMATS:
@@ -84,6 +88,10 @@ class Episode:
     subtasks: tuple[str, ...] = ()
     env_name: str = ""
     ask_keys: list = dataclasses.field(default_factory=list)  # extractor samples of the asks
+    retrieved: str | None = None  # the entry retrieval found (``experience``: what the actor reads)
+    judgement: "critic.Judgement | None" = None  # the actor's verdict on it (Actor-Critic variant)
+    retrieval_s: float = 0.0  # this episode's share of the retrieval call's time
+    judge_s: float = 0.0  # and of the judging call's
 
     @property
     def num_asks(self) -> int:
@@ -150,11 +158,13 @@ class RolloutEngine:
     def play(self, envs: Sequence, tasks: Sequence, guided: Sequence[bool],
              retrieve: Retriever | None = None, seed: int = 0,
              ask: Asker | None = None,
-             progress: Callable[[int], None] | None = None) -> list[Episode]:
+             progress: Callable[[int], None] | None = None,
+             judge: bool = False) -> list[Episode]:
         """Plays ``len(tasks)`` episodes, episode i on ``envs[i]`` (reset to tasks[i]).
 
         Guided episodes get the retriever's entry for "goal: g, observation: o"
-        at episode start (none if the bank has nothing yet). ``progress(n)``
+        at episode start (none if the bank has nothing yet); with ``judge``
+        the actor first judges it (`judge`, paper App. B). ``progress(n)``
         is told after each turn how many episodes that turn ended (progress
         bars); the calls add up to ``len(tasks)``.
         """
@@ -169,14 +179,21 @@ class RolloutEngine:
             episodes.append(Episode(task=task, task_key=_task_key(env), goal=info.goal,
                                     guided=bool(g), first_observation=obs,
                                     subtasks=tuple(info.subtasks), env_name=getattr(env, "name", "")))
+        rng = np.random.default_rng(seed)
         if retrieve is not None and any(guided):
             idx = [i for i, g in enumerate(guided) if g]
+            start = time.perf_counter()
             found = retrieve([prompts.retrieval_query(episodes[i].goal, observations[i]) for i in idx],
                              [episodes[i].task_key for i in idx])
+            per_query = (time.perf_counter() - start) / len(idx)
             for i, hit in zip(idx, found):
+                episodes[i].retrieval_s = per_query
                 if hit is not None:
                     episodes[i].experience, episodes[i].experience_id = hit
-        rng = np.random.default_rng(seed)
+                    episodes[i].retrieved = hit[0]
+            if judge:
+                self.judge([episodes[i] for i, hit in zip(idx, found) if hit is not None],
+                           int(rng.integers(2**31)))
         for turn in range(cfg.max_turns):
             live = [i for i, e in enumerate(episodes) if not e.done]
             if not live:
@@ -230,6 +247,34 @@ class RolloutEngine:
         for ep in episodes:
             ep.done = True
         return episodes
+
+    def judge(self, episodes: Sequence[Episode], seed: int) -> None:
+        """Actor-Critic variant (paper App. B): the actor judges each episode's
+        retrieved entry in one sampler call; the episode then reads the entry,
+        the actor's rewrite of it, or nothing (crl_jax/rl/critic.py)."""
+        if not episodes:
+            return
+        cfg = self.config
+        if cfg.format == "compact":
+            ids = [self.tokenizer.encode(critic.render_judge_compact(
+                ep.goal, ep.first_observation, ep.retrieved, cfg.obs_chars)) for ep in episodes]
+        else:
+            ids = [self.tokenizer.encode(self.tokenizer.apply_chat_template(
+                critic.render_judge_chat_messages(ep.goal, ep.first_observation, ep.retrieved),
+                add_generation_prompt=True)) for ep in episodes]
+        sampling = dataclasses.replace(
+            self.sampling, max_new_tokens=cfg.judge_max_new_tokens,
+            stop_strings=("</answer>",) if cfg.format == "chat" else (),
+            check_every=cfg.judge_max_new_tokens if cfg.format == "compact" else 16)
+        start = time.perf_counter()
+        result = self.sampler.generate([p[-cfg.max_prompt_tokens:] for p in ids], sampling,
+                                       rng=seed, decode=self.tokenizer.decode)
+        per_entry = (time.perf_counter() - start) / len(episodes)
+        for j, ep in enumerate(episodes):
+            text = self.tokenizer.decode(strip_stop_tokens(result.tokens[j], sampling))
+            ep.judgement = critic.parse_judgement(text, cfg.format)
+            ep.experience = ep.judgement.text_to_read(ep.retrieved)
+            ep.judge_s = per_entry
 
     def _view(self, ep: Episode, obs: str, info: StepInfo) -> prompts.TurnView:
         hist = tuple((t.action or t.text.strip(), t.observation)

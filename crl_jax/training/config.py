@@ -126,6 +126,19 @@ class ExperienceSpec:
     of the episodes it guided (the paper); free = each outcome less the mean
     outcome of the free episodes of the same task in the same step (beyond the
     paper: whether the entry helped, not whether the game was easy)."""
+    actor_critic: bool = False
+    """The Actor-Critic variant (paper App. B): the actor judges each retrieved
+    entry before acting (accept / refine: rewrite it / reject), the episode
+    reads what it kept, and the verdict's score (critic_accept, critic_refine,
+    critic_reject) adds to the entry's credit (crl_jax/rl/critic.py). A tiny
+    actor judges only if its warm start taught it (warm_start.judge_fraction)."""
+    critic_accept: float = 1.0
+    """Actor-Critic: added to an accepted entry's credit (paper App. B: 1)."""
+    critic_refine: float = 0.5
+    """Actor-Critic: added to a refined entry's credit (paper App. B: 0.5)."""
+    critic_reject: float = 0.0
+    """Actor-Critic: a rejected entry's credit, which its episode's outcome does
+    not touch (paper App. B: 0; the released code uses -1)."""
     sync: bool = False
     """Deterministic experience pipeline: consolidation, merge and extractor
     training run at fixed points of each step (after the actor update, in
@@ -189,6 +202,10 @@ class WarmStartSpec:
     # search-and-ask call and its answer: without it the tiny actor never
     # calls the tool (experience.search_and_ask stays inert).
     ask_fraction: float = 0.0
+    judge_fraction: float = 0.0
+    """Share of guided actor demonstrations that also teach judging their line
+    (experience.actor_critic): "accept" for the game's own plan (and noisyK),
+    "reject" for another game's. 0: no judging is taught."""
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
     # One token per digit in that tokenizer: ids and numbers read the same
     # wherever they appear, so copying one (WebShop's product ids) is a
@@ -290,6 +307,11 @@ class RunConfig:
         parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
         if not 0.0 <= self.warm_start.ask_fraction <= 1.0:
             raise ValueError("warm_start.ask_fraction must be in [0, 1]")
+        if not 0.0 <= self.warm_start.judge_fraction <= 1.0:
+            raise ValueError("warm_start.judge_fraction must be in [0, 1]")
+        if self.experience.actor_critic and self.experience.mode == "none":
+            raise ValueError("experience.actor_critic judges retrieved entries; "
+                             "experience.mode=none retrieves none")
         if self.warm_start.ask_fraction and self.rollout.format != "compact":
             raise ValueError("warm_start.ask_fraction teaches the compact format's ask turns; "
                              f"rollout.format={self.rollout.format!r} has no warm start")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from crl_jax.diagnostics.entry_quality import EntryScores
+from crl_jax.diagnostics.entry_quality import EntryScores, plan_parts
 from crl_jax.experience import ExtractionRequest
 
 
@@ -33,17 +33,28 @@ class EntryTracker:
         self.latest: dict[tuple, tuple[str, str]] = {}  # (environment, task) -> (goal, trajectory)
 
     def guided_metrics(self, episodes: Sequence, prefix: str = "train/") -> dict[str, float]:
-        """Entry quality over the guided episodes that read an entry."""
-        scored = [(ep.experience, self.plans[(ep.env_name, ep.task)]) for ep in episodes
-                  if ep.guided and ep.experience and (ep.env_name, ep.task) in self.plans]
-        if not scored:
+        """Entry quality over the guided episodes whose retrieval found an
+        entry; with the Actor-Critic variant also how often the actor accepted
+        (or refined) an entry for its own goal and one for another goal: a
+        critic that discriminates accepts the first more often."""
+        found = [ep for ep in episodes
+                 if ep.guided and ep.retrieved and (ep.env_name, ep.task) in self.plans]
+        if not found:
             return {}
-        scores = EntryScores()
-        for got, want in scored:
-            scores.score(got, want)
+        scores, kept = EntryScores(), {True: [], False: []}
+        for ep in found:
+            want = self.plans[(ep.env_name, ep.task)]
+            scores.score(ep.retrieved, want)
+            if ep.judgement is not None:
+                own = plan_parts(ep.retrieved)[0] == plan_parts(want)[0]
+                kept[own].append(ep.judgement.verdict in ("accept", "refine"))
         d = scores.as_dict()
-        return {f"{prefix}entry_exact": d["exact"], f"{prefix}entry_goal": d["goal"],
-                f"{prefix}entry_step_f1": d["step_f1"]}
+        out = {f"{prefix}entry_exact": d["exact"], f"{prefix}entry_goal": d["goal"],
+               f"{prefix}entry_step_f1": d["step_f1"]}
+        for own, name in ((True, "own_goal"), (False, "other_goal")):
+            if kept[own]:
+                out[f"{prefix}critic_kept_{name}"] = sum(kept[own]) / len(kept[own])
+        return out
 
     def remember(self, episodes: Sequence) -> None:
         """Keeps each pool game's latest won trajectory (the last in the batch)."""

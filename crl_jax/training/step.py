@@ -14,6 +14,7 @@ import numpy as np
 
 from crl_jax.experience import EpisodeRecord
 from crl_jax.rl.batch import pack_samples
+from crl_jax.rl.critic import CriticScores, critic_credit
 from crl_jax.rl.episode_stats import (batch_metrics, free_outcome_baselines,
                                       self_distillation_samples, turn_advantages)
 from crl_jax.rl.rollout import Episode
@@ -76,7 +77,8 @@ def play_training_batch(run: Run, state: RunState) -> list[Episode]:
             run.train_envs[src.env_name][:len(tasks)], tasks, guided,
             retriever(run, src.env_name, tasks, guided) if any(guided) else None,
             seed=t.seed * 100_003 + state.step,
-            ask=(lambda q, k: ask(run, state.step, q, k)) if tools else None)
+            ask=(lambda q, k: ask(run, state.step, q, k)) if tools else None,
+            judge=cfg.experience.actor_critic)
     return episodes
 
 
@@ -124,12 +126,17 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
     merge_every steps the bank is merged, per task key."""
     if run.cfg.experience.mode == "offline":  # static bank, but guided outcomes still credit r(m)
         return
+    x = run.cfg.experience
     baselines = (free_outcome_baselines(episodes)
-                 if run.cfg.experience.reward_baseline == "free" else [0.0] * len(episodes))
+                 if x.reward_baseline == "free" else [0.0] * len(episodes))
+    scores = CriticScores(x.critic_accept, x.critic_refine, x.critic_reject)
     for ep, baseline in zip(episodes, baselines):
+        judged = ep.judgement is not None
+        credit = (critic_credit((1.0 if ep.won else -1.0) - baseline, ep.judgement.verdict, scores)
+                  if judged else None)
         run.manager.submit_episode(EpisodeRecord(ep.goal, ep.trajectory_text(), ep.won,
                                                  ep.task_key, ep.experience_id, step,
-                                                 tuple(ep.ask_keys), baseline))
+                                                 tuple(ep.ask_keys), baseline, judged, credit))
     every = run.cfg.experience.merge_every
     if every and (step + 1) % every == 0:
         # Entries carry their environment's task key in a shared bank too, so

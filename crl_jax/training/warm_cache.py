@@ -88,10 +88,25 @@ def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
         warm_start=dataclasses.replace(cfg.warm_start, cache_dir=""))
 
 
+# Warm-start settings added after the current schemes, with the value that
+# gives what the code gave before them: at that value they stay out of the
+# hash, so the warm starts (and the records grown from them) stay current.
+_ADDED_SINCE_SCHEME = {"judge_fraction": 0.0}
+
+
 def warm_start_key(cfg: RunConfig) -> str:
     """<preset>-wsN-<hash of WarmStartInputs>: runs with the same inputs share the entry."""
-    blob = json.dumps(dataclasses.asdict(warm_start_inputs(cfg)), sort_keys=True).encode()
-    return f"{cfg.name}-{key_scheme(cfg)}-{hashlib.sha256(blob).hexdigest()[:16]}"
+    return inputs_key(warm_start_inputs(cfg), key_scheme(cfg))
+
+
+def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
+    """The cache key of ``inputs`` in key scheme ``scheme``."""
+    fields = dataclasses.asdict(inputs)
+    for name, neutral in _ADDED_SINCE_SCHEME.items():
+        if fields["warm_start"][name] == neutral:
+            del fields["warm_start"][name]
+    blob = json.dumps(fields, sort_keys=True).encode()
+    return f"{inputs.name}-{scheme}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
 
 # --- the key of runs recorded before WarmStartInputs (figure records) --------

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from crl_jax.envs.registry import make_expert
-from crl_jax.rl import prompts
+from crl_jax.rl import critic, prompts
 from crl_jax.rl.batch import Sample
 
 NAVIGATION = ("go to", "look", "inventory", "examine")
@@ -147,7 +147,8 @@ def ask_opening(demo: Demo, advice: str) -> tuple[tuple[str, str], ...]:
 def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.random.Generator,
                       list_actions: str = "none", recovery_fraction: float = 0.2,
                       obs_chars: int = 240, show_first_observation: bool = False,
-                      decision_repeat: int = 1, ask_fraction: float = 0.0) -> list[Sample]:
+                      decision_repeat: int = 1, ask_fraction: float = 0.0,
+                      judge_fraction: float = 0.0) -> list[Sample]:
     """(compact prompt, expert action + EOS) pairs from winning demonstrations.
 
     A guided demonstration (``demo.experience`` set, see guided_demos.py)
@@ -159,7 +160,11 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
     turns is duplicated with a rejected wrong action in the history ("did: X
     -> Nothing happens.", as the rollout renders it), so the actor learns to
     recover from its own mistakes, which expert data never shows. Turns whose
-    action is not navigation (`is_decision`) appear ``decision_repeat`` times."""
+    action is not navigation (`is_decision`) appear ``decision_repeat`` times.
+    With ``judge_fraction``, that share of guided demonstrations also gives a
+    judging sample (the Actor-Critic variant, crl_jax/rl/critic.py): its line
+    accepted when it is the game's own plan (exact or with wrong steps),
+    rejected when it is another game's."""
     if decision_repeat < 1:
         raise ValueError(f"decision_repeat must be >= 1, got {decision_repeat}")
     wins = [d for d in demos if d.won]
@@ -177,6 +182,8 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
             p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))
             a = tokenizer.encode(opening[0][0]) + [tokenizer.eos_id]
             samples.append(Sample(p + a, [0] * len(p) + [1] * len(a)))
+        if experience is not None and judge_fraction > 0 and rng.random() < judge_fraction:
+            samples.append(judge_sample(d, tokenizer, obs_chars))
         for t, action in enumerate(d.actions):
             view = demo_view(d, t, history, list_actions, show_first_observation, experience,
                              opening)
@@ -195,6 +202,16 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
                 p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))
                 samples.append(Sample(p + a, [0] * len(p) + [1] * len(a)))
     return samples
+
+
+def judge_sample(demo: Demo, tokenizer, obs_chars: int = 240) -> Sample:
+    """A guided demo's judging prompt -> "reject" for another game's plan
+    (source peer), "accept" for its own (source own or noisyK)."""
+    p = tokenizer.encode(critic.render_judge_compact(demo.goal, demo.observations[0],
+                                                     demo.experience, obs_chars))
+    verdict = "reject" if demo.source == "peer" else "accept"
+    a = tokenizer.encode(critic.compact_answer(verdict)) + [tokenizer.eos_id]
+    return Sample(p + a, [0] * len(p) + [1] * len(a))
 
 
 def is_decision(action: str) -> bool:

@@ -10,9 +10,12 @@ PLANS = {("alfworld", 0): "put a mug in desk: go to shelf 1 > take mug 1 from sh
          ("alfworld", 1): "heat an egg: go to fridge 1 > take egg 2 from fridge 1"}
 
 
-def _ep(task, guided=True, experience=None, won=False):
-    return Episode(task=task, task_key="alfworld", goal="g", guided=guided, experience=experience,
-                   won=won, env_name="alfworld")
+def _ep(task, guided=True, experience=None, won=False, judgement=None):
+    """An episode as the rollout leaves it: ``experience`` retrieved (and read,
+    unless ``judgement`` says otherwise)."""
+    return Episode(task=task, task_key="alfworld", goal="g", guided=guided,
+                   experience=judgement.text_to_read(experience) if judgement else experience,
+                   retrieved=experience, judgement=judgement, won=won, env_name="alfworld")
 
 
 def test_guided_metrics_score_the_entries_the_actor_read():
@@ -57,3 +60,23 @@ def test_extractor_metrics_score_greedy_entries_for_the_latest_wins():
     again = EntryTracker(PLANS)
     again.load_state_dict(json.loads(json.dumps(tracker.state_dict())))
     assert again.latest == tracker.latest
+
+
+def test_critic_metrics_split_verdicts_by_whether_the_entry_names_the_own_goal():
+    from crl_jax.rl.critic import Judgement
+
+    tracker = EntryTracker(PLANS)
+    own, other = PLANS[("alfworld", 0)], PLANS[("alfworld", 1)]
+    eps = [_ep(0, experience=own, judgement=Judgement("accept")),
+           _ep(0, experience=own, judgement=Judgement("refine", "x")),
+           _ep(0, experience=own, judgement=Judgement("reject")),
+           _ep(0, experience=other, judgement=Judgement("accept")),
+           _ep(0, experience=other, judgement=Judgement(None)),
+           _ep(1, experience=other, judgement=Judgement("reject"))]  # task 1: its own goal
+    got = tracker.guided_metrics(eps)
+    # Scored on what retrieval found, whatever the actor kept of it.
+    assert got["train/entry_goal"] == pytest.approx(4 / 6)
+    assert got["train/critic_kept_own_goal"] == pytest.approx(2 / 4)  # accept, refine of 4
+    assert got["train/critic_kept_other_goal"] == pytest.approx(1 / 2)
+    assert "train/critic_kept_own_goal" not in tracker.guided_metrics(
+        [_ep(0, experience=own)])  # unjudged runs: no critic metrics

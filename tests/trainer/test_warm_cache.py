@@ -14,6 +14,7 @@ from crl_jax.training.warm_cache import (
     KEY_SCHEME,
     WarmStartCache,
     WarmStartInputs,
+    inputs_key,
     key_in_scheme_of,
     load_params,
     recorded_warm_start,
@@ -200,10 +201,18 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     import json
 
     def key_of(changed):
-        blob = json.dumps(dataclasses.asdict(changed), sort_keys=True).encode()
-        return f"{changed.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
+        return inputs_key(changed, KEY_SCHEME)
 
     assert key_of(inputs) == base
+    # A setting added since the scheme stays out of the hash at its neutral
+    # value (the key of the inputs without it), and is in it otherwise.
+    fields = dataclasses.asdict(inputs)
+    assert fields["warm_start"].pop("judge_fraction") == 0.0
+    blob = json.dumps(fields, sort_keys=True).encode()
+    assert base == f"{inputs.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
+    judging = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
+                                                                         judge_fraction=0.25))
+    assert key_of(judging) != base
     for field in dataclasses.fields(WarmStartInputs):
         value = getattr(inputs, field.name)
         if dataclasses.is_dataclass(value):
