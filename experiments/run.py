@@ -17,6 +17,27 @@ from typing import Annotated
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+
+def _dry_run_devices(argv: list[str]) -> None:
+    """--dry_run lays the models out on --devices fake CPU devices. XLA reads
+    the device count when jax is first imported, so it is set here, first."""
+    if "--dry_run" not in argv:
+        return
+    n = "16"
+    for i, arg in enumerate(argv):
+        if arg.startswith("--devices="):
+            n = arg.split("=", 1)[1]
+        elif arg == "--devices" and i + 1 < len(argv):
+            n = argv[i + 1]
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+if __name__ == "__main__":
+    _dry_run_devices(sys.argv[1:])
+
 import tyro  # noqa: E402
 
 from crl_jax.training import config_io  # noqa: E402
@@ -49,6 +70,16 @@ class Command:
     that is an error: nothing would be resumed)."""
     print_config: bool = False
     """Print the resolved configuration, one key a line, and exit."""
+    dry_run: bool = False
+    """Check that the preset fits its devices, without a checkpoint or a GPU:
+    both models as shapes on --devices fake CPU devices, their training
+    programs compiled at the preset's sizes, memory per device printed
+    against --device (crl_jax/training/dry_run.py). Give each role its devices
+    with --actor.devices=first:N --extractor.devices=last:N."""
+    devices: int = 16
+    """--dry_run: how many devices to lay the models out on."""
+    device: str = "h100"
+    """--dry_run: the device whose memory the verdict is against (h100, h200, v5p, a100)."""
 
 
 def _description() -> str:
@@ -93,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     if command.print_config:
         print(config_io.format_config(cfg))
         return 0
+    if command.dry_run:
+        return _dry_run(cfg, command.devices, command.device)
     try:
         prepare_run_dir(cfg, out_dir, resume=command.resume,
                         accept_changed_config=command.accept_changed_config,
@@ -113,6 +146,30 @@ def main(argv: list[str] | None = None) -> int:
     summary = {k: v for k, v in final.items() if k.startswith(("eval", "train/success"))}
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
+
+
+def _dry_run(cfg: RunConfig, devices: int, device: str) -> int:
+    import jax
+
+    from crl_jax.training import dry_run
+
+    if device not in dry_run.DEVICE_GB:
+        return _fail(f"--device={device!r}; valid: {', '.join(dry_run.DEVICE_GB)}")
+    if len(jax.devices()) != devices:
+        return _fail(f"--dry_run needs {devices} devices and this process has "
+                     f"{len(jax.devices())} (run it as a command: it sets XLA_FLAGS itself)")
+    print(f"dry run of {cfg.name!r} on {devices} fake devices (no checkpoint read); "
+          "compiling the training programs of each model...", flush=True)
+    try:
+        roles = dry_run.estimate(cfg)
+    except ValueError as err:
+        return _fail(str(err))
+    table, fits = dry_run.report(roles, device)
+    print(table)
+    print(f"verdict: {'fits' if fits else 'does NOT fit'} on {devices} x {device} "
+          f"({dry_run.DEVICE_GB[device]} GB each); XLA CPU compiler's estimate, see "
+          "crl_jax/training/dry_run.py")
+    return 0 if fits else 1
 
 
 if __name__ == "__main__":

@@ -25,6 +25,29 @@ from flax import nnx
 from models.decoder import Decoder, KVCache
 from models.sampling_ops import SamplingConfig, sample_tokens
 
+# The cache's dimensions as the sharding rules name them: rows follow the
+# batch rule, KV heads the heads' (models/sharding.py).
+CACHE_AXES = ("layers", "batch", "seq", "kv_heads", "head_dim")
+
+
+def cache_sharding(mesh, shape) -> jax.sharding.NamedSharding | None:
+    """Where a KV cache of ``shape`` lives on ``mesh`` (None: no mesh, the
+    default device). Sharded over the batch like the rollout's rows: a whole
+    rollout batch's cache on each device would not fit at paper scale."""
+    if mesh is None:
+        return None
+    from models.sharding import logical_to_spec
+    return jax.sharding.NamedSharding(mesh, logical_to_spec(CACHE_AXES, shape, mesh))
+
+
+def params_mesh(params):
+    """The mesh the parameters are laid out on, None when they are not on one."""
+    for leaf in jax.tree.leaves(params):
+        sharding = getattr(leaf, "sharding", None)
+        if isinstance(sharding, jax.sharding.NamedSharding):
+            return sharding.mesh
+    return None
+
 
 @dataclasses.dataclass
 class GenerationState:
@@ -138,7 +161,14 @@ class Sampler:
     def _fit_cache(self, state, b, extra) -> GenerationState:
         if state is None:
             slots = _round_up(extra, self.cache_bucket)
-            return GenerationState(KVCache.zeros(self.cfg, b, slots), jnp.zeros((b, slots), bool),
+            shape = (self.cfg.num_layers, b, slots, self.cfg.num_kv_heads, self.cfg.head_dim)
+            sharding = cache_sharding(params_mesh(self.params), shape)
+            if sharding is None:
+                cache = KVCache.zeros(self.cfg, b, slots)
+            else:  # made in place: a whole cache on one device first might not fit
+                cache = jax.jit(functools.partial(KVCache.zeros, self.cfg, b, slots),
+                                out_shardings=KVCache(sharding, sharding))()
+            return GenerationState(cache, jnp.zeros((b, slots), bool),
                                    0, np.zeros(b, np.int32), [[] for _ in range(b)], b)
         need = state.offset + extra
         if need <= state.cache.slots:

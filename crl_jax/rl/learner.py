@@ -70,6 +70,7 @@ class Learner:
         self.mesh = mesh if mesh is not None else make_mesh(devices=jax.devices()[:1])
         self.graphdef, params, self.rest = nnx.split(model, nnx.Param, ...)
         self.params = shard_state(params, self.mesh)
+        self.param_shardings = jax.tree.map(lambda p: p.sharding, self.params)
         if donate:  # own the buffers: donating them must not delete the caller's model
             self.params = jax.tree.map(jnp.copy, self.params)
         self.loss_config = loss
@@ -130,6 +131,10 @@ class Learner:
 
         with activation_sharding(self.mesh):
             (loss_sum, (count, diag)), grads = jax.value_and_grad(loss_with_aux, has_aux=True)(params)
+        # Gradients laid out like the parameters: left to the compiler, some
+        # come out replicated, and the accumulator kept between micro-batches
+        # then holds several times the parameters' share on every device.
+        grads = jax.lax.with_sharding_constraint(grads, self.param_shardings)
         return (grads, loss_sum, count), diag
 
     def _apply_grads(self, params, opt_state, acc):

@@ -164,7 +164,9 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
     With ``judge_fraction``, that share of guided demonstrations also gives a
     judging sample (the Actor-Critic variant, crl_jax/rl/critic.py): its line
     accepted when it is the game's own plan (exact or with wrong steps),
-    rejected when it is another game's."""
+    rejected when it is another game's; an accepted line comes with a second
+    sample rejecting another game's plan of the same task type (a bank mostly
+    returns other games' entries, so the actor must learn to turn them down)."""
     if decision_repeat < 1:
         raise ValueError(f"decision_repeat must be >= 1, got {decision_repeat}")
     wins = [d for d in demos if d.won]
@@ -172,6 +174,7 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
     for d in wins:
         by_type.setdefault(d.task_type, []).append(d)
     all_actions = [a for d in wins for a in d.actions] or ["look"]
+    plans = {id(d): plan_entry(d) for d in wins} if judge_fraction > 0 else {}
     samples = []
     for d in wins:
         experience, opening = d.experience, ()
@@ -184,6 +187,11 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
             samples.append(Sample(p + a, [0] * len(p) + [1] * len(a)))
         if experience is not None and judge_fraction > 0 and rng.random() < judge_fraction:
             samples.append(judge_sample(d, tokenizer, obs_chars))
+            others = [plans[id(p)] for p in peers if plans[id(p)] != plans[id(d)]]
+            if d.source != "peer" and others:  # and another game's plan to reject: verdicts balance
+                samples.append(judge_sample(dataclasses.replace(
+                    d, experience=others[int(rng.integers(len(others)))], source="peer"),
+                    tokenizer, obs_chars))
         for t, action in enumerate(d.actions):
             view = demo_view(d, t, history, list_actions, show_first_observation, experience,
                              opening)

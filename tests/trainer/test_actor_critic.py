@@ -166,10 +166,15 @@ def test_warm_start_teaches_accepting_own_plans_and_rejecting_others():
                                               recovery_fraction=0.0, judge_fraction=fraction)
         return [tok.decode(s.tokens) for s in samples if "judge: " in tok.decode(s.tokens)]
 
-    got = judged([own, noisy, peer, demo], 1.0)
-    assert [t.rsplit("judge: ", 1)[1] for t in got] == ["accept", "accept", "reject"]
-    assert got[2].startswith(critic.render_judge_compact(peer.goal, "You see a shelf 1.",
+    other = dataclasses.replace(demo, goal="put a pen in desk", actions=["put pen 1 in/on desk 2"])
+    got = judged([own, noisy, peer, other], 1.0)
+    # own and noisy: accepted, each with another game's plan rejected; peer: rejected
+    assert [t.rsplit("judge: ", 1)[1] for t in got] == ["accept", "reject", "accept", "reject",
+                                                        "reject"]
+    assert got[4].startswith(critic.render_judge_compact(peer.goal, "You see a shelf 1.",
                                                          peer.experience))
+    assert got[1].startswith(critic.render_judge_compact(
+        own.goal, "You see a shelf 1.", "put a pen in desk: put pen 1 in/on desk 2"))
     assert judged([own, noisy, peer, demo], 0.0) == []
     # At 0 no judging draw is made: the other samples are those of a warm start without it.
     plain = warmstart.actor_sft_samples([own, peer, demo], tok, 1, np.random.default_rng(3))
