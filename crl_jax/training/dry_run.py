@@ -213,6 +213,10 @@ def _mesh(spec: ModelSpec) -> MeshConfig:
     return MeshConfig(spec.mesh_data, spec.mesh_fsdp, spec.mesh_tp)
 
 
+def _count(n: int) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.2f}M"
+
+
 def report(roles: list[RoleMemory], device: str) -> tuple[str, bool]:
     """A table of per-device GB and the verdict for ``device``."""
     if device not in DEVICE_GB:
@@ -223,7 +227,7 @@ def report(roles: list[RoleMemory], device: str) -> tuple[str, bool]:
              f"{'optim':>7} {'grads':>7} {'activ.':>7} {'update':>7} {'KV':>7} {'total':>7}"]
     fits = True
     for m in roles:
-        lines.append(f"{m.role:<10} {m.devices:>7} {m.num_params / 1e9:6.2f}B |{'':15}"
+        lines.append(f"{m.role:<10} {m.devices:>7} {_count(m.num_params):>7} |{'':15}"
                      f"{gb(m.parameters)} {gb(m.optimiser)} {gb(m.gradients)} "
                      f"{gb(m.activations)} {gb(m.update)} {gb(m.kv_cache)} {gb(m.total)}")
         fits = fits and m.total <= cap
@@ -234,4 +238,10 @@ def report(roles: list[RoleMemory], device: str) -> tuple[str, bool]:
                      f"({'sharded' if m.kv_cache_sharded else 'not sharded'}); "
                      f"{'fits' if m.total <= cap else 'DOES NOT FIT'} in {device} "
                      f"({DEVICE_GB[device]} GB): {m.total / cap:.0%}")
+        split = m.mesh.get("data", 1) * m.mesh.get("fsdp", 1)
+        if m.micro_batch[0] % split:
+            lines.append(f"    note: {m.micro_batch[0]} rows a micro-batch do not divide over "
+                         f"the {split} data-parallel devices, so every device computes all "
+                         f"of them; make {m.role}_optim.micro_batch a multiple of {split} "
+                         f"or give the {m.role} fewer devices")
     return "\n".join(lines), fits

@@ -2,6 +2,7 @@
 exact search ranked like the threaded path, ties by id, answers that survive
 a save and restore, drain(), and the same bank from both paths."""
 import json
+import threading
 import time
 
 import numpy as np
@@ -109,6 +110,31 @@ def test_drain_returns_once_queued_consolidations_are_published(table_embedder):
         manager.drain()
         assert manager.counters["episodes"] == len(EPISODES)
         assert len(bank.snapshot) == sum(r.success for r in EPISODES)
+
+
+def test_drain_waits_for_a_slow_queue_but_not_for_a_hung_task(table_embedder):
+    """The timeout bounds the wait for progress: 12 consolidations of 0.1 s on
+    2 workers take ~0.6 s, longer than a 0.4 s timeout, and are waited for;
+    a task that never returns is an error after the timeout."""
+    bank, manager = make(table_embedder, synchronous=False, extractor=_scripted(0.1))
+    with bank, manager:
+        for record in EPISODES:
+            manager.submit_episode(record)
+        start = time.monotonic()
+        manager.drain(timeout=0.4)
+        assert time.monotonic() - start > 0.4 and manager.counters["episodes"] == len(EPISODES)
+    release = threading.Event()
+
+    def hung(request):
+        release.wait(10)
+        return ExtractorReply("p", json.dumps([{"operation": "return"}]))
+
+    bank, manager = make(table_embedder, synchronous=False, extractor=hung)
+    with bank, manager:
+        manager.submit_episode(EPISODES[0])
+        with pytest.raises(TimeoutError, match="no progress in 0.3 s"):
+            manager.drain(timeout=0.3)
+        release.set()
 
 
 def test_both_paths_build_the_same_bank_from_the_same_episodes(table_embedder):
