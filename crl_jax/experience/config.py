@@ -6,6 +6,7 @@ import dataclasses
 PUBLISH_MODES = ("copy", "double_buffer")
 INDEX_DTYPES = ("f32", "bf16", "f16")
 RECENCY_CLOCKS = ("steps", "seconds")
+ENTRY_FORMATS = ("any", "title_content")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,11 @@ class ExperienceConfig:
     """Most bank operations one extractor answer may make."""
     max_entry_chars: int = 4000
     """Entries longer than this are cut."""
+    entry_format: str = "any"
+    """What an added, updated or merged entry must look like: any text, or
+    "title_content" (the released code: a title and a content, written
+    <title>...</title><content>...</content>); others are dropped and counted
+    as malformed."""
     consolidation_context: int = 3  # entries shown to the extractor besides the guiding one
     merge_chunk: int = 5
     """Entries the extractor reads per merge call."""
@@ -116,6 +122,9 @@ class ExperienceConfig:
         if self.recency_clock not in RECENCY_CLOCKS:
             raise ValueError(f"ExperienceConfig.recency_clock must be one of {RECENCY_CLOCKS}, "
                              f"got {self.recency_clock!r}")
+        if self.entry_format not in ENTRY_FORMATS:
+            raise ValueError(f"ExperienceConfig.entry_format must be one of {ENTRY_FORMATS}, "
+                             f"got {self.entry_format!r}")
         if self.publish_mode not in PUBLISH_MODES:
             raise ValueError(f"ExperienceConfig.publish_mode must be one of {PUBLISH_MODES}, "
                              f"got {self.publish_mode!r}")

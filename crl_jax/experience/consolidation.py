@@ -14,7 +14,8 @@ import numpy as np
 
 from crl_jax.experience.embedders import embed_checked
 from crl_jax.experience.entries import AddEntry, DeleteEntry, Entry, UpdateEntry
-from crl_jax.experience.operations import AddOperation, UpdateOperation, parse_operations, parse_rewrite
+from crl_jax.experience.operations import (AddOperation, UpdateOperation, parse_operations,
+                                             parse_rewrite, structured_text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +121,8 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
     shown = shown[:1 + config.consolidation_context]
     reply = _call_extractor(manager, ExtractionRequest("consolidate", tuple(shown), record.goal,
                                                        record.trajectory, record.success))
-    parsed = parse_operations(reply.response, len(shown), config.max_ops_per_call, config.max_entry_chars)
+    parsed = parse_operations(reply.response, len(shown), config.max_ops_per_call, config.max_entry_chars,
+                              config.entry_format == "title_content")
     rejected = list(parsed.rejected)
     writes = []
     used_ids: set[int] = set()
@@ -161,9 +163,10 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
                                receipt.version)
 
 
-def _valid_merge_output(output, max_chars: int) -> bool:
-    return isinstance(output, list) and all(isinstance(t, str) and t.strip() and len(t) <= max_chars
-                                            for t in output)
+def _valid_merge_output(output, max_chars: int, structured: bool = False) -> bool:
+    return isinstance(output, list) and all(
+        isinstance(t, str) and t.strip() and len(t) <= max_chars
+        and (not structured or structured_text(t) is not None) for t in output)
 
 
 def merge_task(manager, task_key: str, step: int) -> MergeReport:
@@ -186,14 +189,15 @@ def merge_task(manager, task_key: str, step: int) -> MergeReport:
         output = manager.merger([text for text, _ in window])
         calls += 1
         manager.count("merge_calls")
-        if _valid_merge_output(output, config.max_entry_chars):
+        if _valid_merge_output(output, config.max_entry_chars, config.entry_format == "title_content"):
             ids_by_text: dict[str, list] = {}
             for text, entry_id in window:
                 ids_by_text.setdefault(text, []).append(entry_id)
             items = [(text, ids_by_text[text].pop(0) if ids_by_text.get(text) else None) for text in output]
         else:
             rejected.append(f"merge call {calls}: output must be a list of non-empty strings of at most "
-                            f"{config.max_entry_chars} characters; chunk kept unchanged")
+                            f"{config.max_entry_chars} characters (entry_format="
+                            f"{config.entry_format}); chunk kept unchanged")
             items = window
         if start + config.merge_chunk >= len(entries):
             committed += items

@@ -67,6 +67,25 @@ def entry_text(entry) -> str:
     return ""
 
 
+_STRUCTURED = re.compile(r"^\s*<title>(.+?)</title>\s*<content>(.+?)</content>\s*$", re.DOTALL)
+
+
+def structured_text(entry) -> str | None:
+    """The released entry form "<title>T</title><content>C</content>" of an
+    entry given as such a string or as {"title": T, "content": C}; None when
+    it lacks a non-empty title or content."""
+    if isinstance(entry, dict):
+        title, content = entry.get("title"), entry.get("content")
+        if isinstance(title, str) and isinstance(content, str) and title.strip() and content.strip():
+            return f"<title>{title.strip()}</title><content>{content.strip()}</content>"
+        return None
+    if isinstance(entry, str):
+        m = _STRUCTURED.match(entry)
+        if m and m.group(1).strip() and m.group(2).strip():
+            return entry.strip()
+    return None
+
+
 def _find_json(text: str):
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
@@ -85,7 +104,7 @@ def _find_json(text: str):
     raise ValueError("no JSON operations found")
 
 
-def _parse_one(item, n_shown: int, max_chars: int) -> Operation:
+def _parse_one(item, n_shown: int, max_chars: int, structured: bool = False) -> Operation:
     if not isinstance(item, dict):
         raise ValueError(f"operation must be an object, got {type(item).__name__}")
     name = next((item[k] for k in _OP_NAME_KEYS if k in item), None)
@@ -102,6 +121,10 @@ def _parse_one(item, n_shown: int, max_chars: int) -> Operation:
     text = entry_text(raw_entry)
     if not text:
         raise ValueError(f"{name}: empty or missing entry text")
+    if structured:
+        text = structured_text(raw_entry)
+        if text is None:
+            raise ValueError(f"{name}: the entry lacks a <title>...</title><content>...</content>")
     if len(text) > max_chars:
         raise ValueError(f"{name}: entry text has {len(text)} characters, more than the limit {max_chars}")
     if name == "add":
@@ -116,8 +139,10 @@ def _parse_one(item, n_shown: int, max_chars: int) -> Operation:
     return UpdateOperation(tuple(dict.fromkeys(indices)), text)
 
 
-def parse_operations(text, n_shown: int, max_ops: int = 3, max_chars: int = 4000) -> ParseResult:
-    """Parse extractor output. Never raises on bad model output; reports what it rejected."""
+def parse_operations(text, n_shown: int, max_ops: int = 3, max_chars: int = 4000,
+                     structured: bool = False) -> ParseResult:
+    """Parse extractor output. Never raises on bad model output; reports what it rejected.
+    ``structured``: entries must have a title and a content (structured_text)."""
     if not isinstance(text, str):
         return ParseResult((), (f"extractor output is {type(text).__name__}, not text",))
     try:
@@ -133,7 +158,7 @@ def parse_operations(text, n_shown: int, max_ops: int = 3, max_chars: int = 4000
             rejected.append(f"operation {position}: more than {max_ops} operations per call")
             continue
         try:
-            operations.append(_parse_one(item, n_shown, max_chars))
+            operations.append(_parse_one(item, n_shown, max_chars, structured))
         except ValueError as exc:
             rejected.append(f"operation {position}: {exc}")
     return ParseResult(tuple(operations), tuple(rejected))

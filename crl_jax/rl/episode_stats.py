@@ -14,8 +14,12 @@ from crl_jax.training.config import AdvantageSpec
 
 
 def episode_rewards(episodes: Sequence[Episode], spec: AdvantageSpec) -> np.ndarray:
-    """Binary outcome reward: success_reward if won, else failure_reward."""
-    return np.array([spec.success_reward if e.won else spec.failure_reward for e in episodes])
+    """Binary outcome reward: success_reward if won, else failure_reward (or
+    format_failure_reward for an episode ended by an answer without an action)."""
+    bad_format = (spec.failure_reward if spec.format_failure_reward is None
+                  else spec.format_failure_reward)
+    return np.array([spec.success_reward if e.won else bad_format if e.format_failed
+                     else spec.failure_reward for e in episodes])
 
 
 def turn_advantages(episodes: Sequence[Episode], spec: AdvantageSpec) -> list[np.ndarray]:
@@ -120,6 +124,8 @@ def batch_metrics(episodes: Sequence[Episode], prefix: str = "") -> dict[str, fl
         "invalid_actions": float(np.mean([t.invalid for t in turns])) if turns else 0.0,
         "tokens_per_action": float(np.mean([len(t.action_ids) for t in turns])) if turns else 0.0,
     }
+    if any(e.format_failed for e in episodes):
+        out["format_failures"] = float(np.mean([e.format_failed for e in episodes]))
     if won.any():
         out["actions_when_won"] = float(actions[won > 0].mean())
     asks = sum(e.num_asks for e in episodes)

@@ -206,14 +206,15 @@ def parse_merge(response: str) -> list[str] | None:
 
 
 def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 40) -> str:
-    """A trajectory as "action -> observation" steps joined by " | ".
+    """A trajectory as "action -> observation" steps joined by " | ", each
+    observation cut to ``obs_chars`` (0: whole).
 
     Lines that restate the goal ("Goal: ...", the first line of every MiniHack
     and Sokoban observation) are dropped before clipping: the extractor gets
     the goal separately, and otherwise the clip keeps nothing else of the step."""
     def step(a: str, o: str) -> str:
         o = "\n".join(line for line in o.splitlines() if not line.startswith("Goal:"))
-        return f"{a} -> {_clip(o, obs_chars)}" if o.strip() else a
+        return f"{a} -> {_clip(o, obs_chars) if obs_chars else o.strip()}" if o.strip() else a
     return " | ".join(step(a, o) if o else a for a, o in zip(actions, observations))
 
 

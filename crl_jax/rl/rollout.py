@@ -46,6 +46,10 @@ class RolloutConfig:
     obs_chars: int = 240  # compact format: the current observation is cut to this length
     show_first_observation: bool = False  # compact format: keep the episode's first observation
     max_asks: int = 2  # search-and-ask calls per episode (paper: 2), when the trainer offers the tool
+    end_on_format_failure: bool = False
+    """An answer that names no action ends the episode (the authors' released
+    code; its reward is advantages.format_failure_reward). False: the turn is
+    counted as rejected and the episode goes on."""
     judge_max_new_tokens: int = 96
     """Tokens the actor may write when it judges a retrieved entry (Actor-Critic
     variant, experience.actor_critic; a refined entry is written in full)."""
@@ -88,6 +92,7 @@ class Episode:
     subtasks: tuple[str, ...] = ()
     env_name: str = ""
     ask_keys: list = dataclasses.field(default_factory=list)  # extractor samples of the asks
+    format_failed: bool = False  # ended by an answer without an action (end_on_format_failure)
     retrieved: str | None = None  # the entry retrieval found (``experience``: what the actor reads)
     judgement: "critic.Judgement | None" = None  # the actor's verdict on it (Actor-Critic variant)
     retrieval_s: float = 0.0  # this episode's share of the retrieval call's time
@@ -109,9 +114,9 @@ class Episode:
     def generated_tokens(self) -> int:
         return sum(len(t.action_ids) for t in self.turns)
 
-    def trajectory_text(self) -> str:
+    def trajectory_text(self, obs_chars: int = 40) -> str:
         return prompts.trajectory_text([t.action or t.text.strip() for t in self.turns],
-                                       [t.observation for t in self.turns])
+                                       [t.observation for t in self.turns], obs_chars)
 
     def samples(self, turn_advantages: Sequence[float]) -> list[Sample]:
         """One training sequence per turn: prompt (mask 0) + sampled ids (mask 1)."""
@@ -225,7 +230,8 @@ class RolloutEngine:
                 if action is None:  # never sent: the world stays as the prompt shows it
                     ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text,
                                          None, prompts.NO_ACTION, 0.0, (), True, views[j]))
-                    ep.done = ep.generated_tokens >= cfg.token_budget
+                    ep.format_failed = cfg.end_on_format_failure
+                    ep.done = ep.format_failed or ep.generated_tokens >= cfg.token_budget
                     continue
                 step = env.step(action)
                 ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text, action,

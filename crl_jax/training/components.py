@@ -213,7 +213,8 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
         names = {s.env_name: getattr(train_envs[s.env_name][0], "name", s.env_name)
                  for s in train_sources}
         plans = oracle_plans(rl_sources, 0, episode_cap(cfg), cfg.warm_start.seed)
-        tracker = EntryTracker({(names[e], t): p for (e, t), p in plans.items()})
+        tracker = EntryTracker({(names[e], t): p for (e, t), p in plans.items()},
+                               cfg.experience.trajectory_obs_chars)
     return Run(cfg=cfg, out_dir=out_dir, train_sources=train_sources,
                eval_sources=eval_sources, rl_sources=rl_sources, demos=demos, oracle=oracle,
                tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor,

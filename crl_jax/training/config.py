@@ -139,6 +139,13 @@ class ExperienceSpec:
     critic_reject: float = 0.0
     """Actor-Critic: a rejected entry's credit, which its episode's outcome does
     not touch (paper App. B: 0; the released code uses -1)."""
+    consolidate: Literal["all", "guided"] = "all"
+    """Which finished episodes the extractor consolidates: every one, or the
+    guided ones only (the authors' released code; a free episode's search-and-
+    ask calls are still credited with its outcome)."""
+    trajectory_obs_chars: int = 40
+    """Each observation of a trajectory shown to the extractor is cut to this
+    many characters; 0 = whole (the released code shows the full transcript)."""
     sync: bool = False
     """Deterministic experience pipeline: consolidation, merge and extractor
     training run at fixed points of each step (after the actor update, in
@@ -157,6 +164,9 @@ class AdvantageSpec:
     success_reward: float = 1.0
     """Reward of a won episode."""
     failure_reward: float = 0.0  # ALFWorld paper setting: -1
+    format_failure_reward: float | None = None
+    """Reward of an episode that rollout.end_on_format_failure ended (the
+    released code: -1); None = failure_reward."""
     # Step-level samples: "episode" gives every episode the same total weight
     # (as a whole trajectory under seq-mean aggregation); "turn" weighs each
     # turn equally, so long episodes count more (episode_stats.episode_balanced).
@@ -297,6 +307,8 @@ class RunConfig:
         from crl_jax.envs.alfworld_generator import ROOM_SIZES
         if self.env.room_size not in ROOM_SIZES:
             raise ValueError(f"env.room_size={self.env.room_size!r}; valid: {ROOM_SIZES}")
+        if self.experience.trajectory_obs_chars < 0:
+            raise ValueError("experience.trajectory_obs_chars must be >= 0 (0 = whole observations)")
         if self.experience.oracle_noise < 0:
             raise ValueError("experience.oracle_noise must be >= 0")
         if not 0.0 <= self.experience.guided_fraction <= 1.0:

@@ -28,8 +28,9 @@ from crl_jax.experience import ExtractionRequest
 class EntryTracker:
     """The pool's true plans and each pool game's latest won trajectory."""
 
-    def __init__(self, plans: dict):
+    def __init__(self, plans: dict, obs_chars: int = 40):
         self.plans = dict(plans)  # (environment, task) -> plan entry
+        self.obs_chars = obs_chars  # how trajectories are shown to the extractor
         self.latest: dict[tuple, tuple[str, str]] = {}  # (environment, task) -> (goal, trajectory)
 
     def guided_metrics(self, episodes: Sequence, prefix: str = "train/") -> dict[str, float]:
@@ -61,7 +62,7 @@ class EntryTracker:
         for ep in episodes:
             key = (ep.env_name, ep.task)
             if ep.won and key in self.plans:
-                self.latest[key] = (ep.goal, ep.trajectory_text())
+                self.latest[key] = (ep.goal, ep.trajectory_text(self.obs_chars))
 
     def extractor_metrics(self, agent) -> dict[str, float]:
         """The extractor's greedy entries for the latest won trajectories."""

@@ -131,10 +131,15 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
                  if x.reward_baseline == "free" else [0.0] * len(episodes))
     scores = CriticScores(x.critic_accept, x.critic_refine, x.critic_reject)
     for ep, baseline in zip(episodes, baselines):
+        if x.consolidate == "guided" and not ep.guided:
+            for key in ep.ask_keys:  # its tool calls still earn their outcome
+                run.manager.training_buffer.credit(key, ep.won, baseline)
+            continue
         judged = ep.judgement is not None
         credit = (critic_credit((1.0 if ep.won else -1.0) - baseline, ep.judgement.verdict, scores)
                   if judged else None)
-        run.manager.submit_episode(EpisodeRecord(ep.goal, ep.trajectory_text(), ep.won,
+        run.manager.submit_episode(EpisodeRecord(ep.goal, ep.trajectory_text(x.trajectory_obs_chars),
+                                                 ep.won,
                                                  ep.task_key, ep.experience_id, step,
                                                  tuple(ep.ask_keys), baseline, judged, credit))
     every = run.cfg.experience.merge_every

@@ -43,8 +43,9 @@ def test_periodic_merge_uses_the_task_key_entries_carry_in_a_shared_bank():
 
     cfg = load_preset("alfworld_cpu")
     assert not cfg.experience.bank.per_task and cfg.experience.merge_every == 5
-    episodes = [SimpleNamespace(goal="g", trajectory_text=lambda: "t", won=True, task_key=key,
-                                experience_id=None, ask_keys=[]) for key in ("alfworld", "x")]
+    episodes = [SimpleNamespace(goal="g", trajectory_text=lambda obs_chars=40: "t", won=True,
+                                task_key=key, experience_id=None, ask_keys=[], guided=False,
+                                judgement=None) for key in ("alfworld", "x")]
     rec = Recorder()
     for step in range(10):
         feed_manager(SimpleNamespace(cfg=cfg, manager=rec), step, episodes)
