@@ -51,6 +51,10 @@ class DecoderConfig:
     dtype: str = "float32"  # compute dtype; softmax and norms run in fp32
     scan_layers: bool = False
     remat: bool = False
+    # Attention over this many queries at a time (0 = all at once): exact,
+    # and the [heads, queries, keys] scores held at once shrink by
+    # tokens / attention_chunk, the largest activation of long samples.
+    attention_chunk: int = 0
 
     def __post_init__(self):
         if self.family not in FAMILIES:
@@ -66,6 +70,8 @@ class DecoderConfig:
         if self.rope_scaling is not None and self.rope_scaling[0] not in _SUPPORTED_ROPE:
             raise ValueError(
                 f"rope scaling {self.rope_scaling[0]!r} is not supported; valid: {_SUPPORTED_ROPE}")
+        if self.attention_chunk < 0:
+            raise ValueError(f"attention_chunk must be >= 0 (0 = off), got {self.attention_chunk}")
         for name in ("vocab_size", "hidden_size", "intermediate_size", "num_layers"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")

@@ -85,13 +85,39 @@ class Attention(nnx.Module):
             k, v = k_cache, v_cache
         groups = cfg.num_heads // cfg.num_kv_heads
         q = q.reshape(b, t, cfg.num_kv_heads, groups, cfg.head_dim)
-        scores = jnp.einsum("btkgd,bskd->bkgts", q, k.astype(q.dtype)).astype(jnp.float32)
-        scores = scores * (cfg.head_dim ** -0.5)
-        scores = jnp.where(mask[:, None, None, :, :], scores, _NEG)
-        probs = jax.nn.softmax(scores, axis=-1).astype(q.dtype)
-        out = jnp.einsum("bkgts,bskd->btkgd", probs, v.astype(q.dtype))
+        k, v = k.astype(q.dtype), v.astype(q.dtype)
+        if cfg.attention_chunk and t > cfg.attention_chunk:
+            out = chunked_attention(q, k, v, mask, cfg.head_dim ** -0.5, cfg.attention_chunk)
+        else:
+            out = attend(q, k, v, mask, cfg.head_dim ** -0.5)
         out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
         return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), k_cache, v_cache
+
+
+def attend(q, k, v, mask, scale):
+    """Softmax attention of q [b, t, kv, g, d] over k, v [b, s, kv, d] where
+    mask [b, t, s] allows; scores and softmax in float32."""
+    scores = jnp.einsum("btkgd,bskd->bkgts", q, k).astype(jnp.float32) * scale
+    scores = jnp.where(mask[:, None, None, :, :], scores, _NEG)
+    probs = jax.nn.softmax(scores, axis=-1).astype(q.dtype)
+    return jnp.einsum("bkgts,bskd->btkgd", probs, v)
+
+
+def chunked_attention(q, k, v, mask, scale, chunk: int):
+    """`attend`, ``chunk`` queries at a time: the same result, with the
+    scores of one chunk alive at once. Each chunk is rematerialised in the
+    backward pass (jax.checkpoint), so training keeps no chunk's scores."""
+    b, t = q.shape[:2]
+    n = -(-t // chunk)
+    pad = n * chunk - t
+    if pad:  # padded queries attend to nothing real and are cut off below
+        q = jnp.pad(q, ((0, 0), (0, pad)) + ((0, 0),) * (q.ndim - 2))
+        mask = jnp.pad(mask, ((0, 0), (0, pad), (0, 0)))
+    qs = jnp.moveaxis(q.reshape(b, n, chunk, *q.shape[2:]), 1, 0)
+    ms = jnp.moveaxis(mask.reshape(b, n, chunk, mask.shape[-1]), 1, 0)
+    one = jax.checkpoint(lambda qc, mc: attend(qc, k, v, mc, scale))
+    out = jax.lax.map(lambda xs: one(*xs), (qs, ms))  # [n, b, chunk, kv, g, d]
+    return jnp.moveaxis(out, 0, 1).reshape(b, n * chunk, *q.shape[2:])[:, :t]
 
 
 class MLP(nnx.Module):

@@ -51,6 +51,9 @@ class ModelSpec:
     """Run the layers under jax.lax.scan (faster compiles for deep models)."""
     remat: bool = False
     """Recompute activations in the backward pass (saves memory)."""
+    attention_chunk: int = 0
+    """Attend this many queries at a time (0 = all): exact, and the attention
+    scores of long samples, their largest activation, shrink accordingly."""
     mesh_data: int = 1
     """Mesh axis sizes: data parallel."""
     mesh_fsdp: int = -1

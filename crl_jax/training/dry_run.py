@@ -63,7 +63,7 @@ KNOWN_ARCHITECTURES["Qwen3-4B-Instruct-2507"] = KNOWN_ARCHITECTURES["Qwen3-4B-Th
 def decoder_config(spec: ModelSpec, vocab_size: int) -> DecoderConfig:
     """The architecture of a role, with the spec's dtypes, scan and remat."""
     dtypes = dict(dtype=spec.dtype, param_dtype=spec.param_dtype, scan_layers=spec.scan_layers,
-                  remat=spec.remat)
+                  remat=spec.remat, attention_chunk=spec.attention_chunk)
     if not spec.checkpoint:
         return DecoderConfig(
             family=spec.family, vocab_size=vocab_size, hidden_size=spec.hidden_size,

@@ -48,14 +48,15 @@ def build_model(spec: ModelSpec, tokenizer, seed: int, mesh):
                 f"directory (config.json + safetensors); see BUILD.md 'Model checkpoints'")
         return load_checkpoint(spec.checkpoint, mesh=mesh, dtype=spec.dtype,
                                param_dtype=spec.param_dtype, scan_layers=spec.scan_layers,
-                               remat=spec.remat)
+                               remat=spec.remat, attention_chunk=spec.attention_chunk)
     cfg = DecoderConfig(
         family=spec.family, vocab_size=tokenizer.vocab_size, hidden_size=spec.hidden_size,
         intermediate_size=spec.intermediate_size, num_layers=spec.num_layers,
         num_heads=spec.num_heads, num_kv_heads=spec.num_kv_heads, head_dim=spec.head_dim,
         tie_embeddings=True, qk_norm=spec.family == "qwen3", qkv_bias=spec.family == "qwen2",
         eos_token_id=tokenizer.eos_id, pad_token_id=tokenizer.pad_id, dtype=spec.dtype,
-        param_dtype=spec.param_dtype, scan_layers=spec.scan_layers, remat=spec.remat)
+        param_dtype=spec.param_dtype, scan_layers=spec.scan_layers, remat=spec.remat,
+        attention_chunk=spec.attention_chunk)
     return init_decoder(cfg, seed=seed, mesh=mesh)
 
 

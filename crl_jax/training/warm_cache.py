@@ -91,7 +91,8 @@ def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
 # Warm-start settings added after the current schemes, with the value that
 # gives what the code gave before them: at that value they stay out of the
 # hash, so the warm starts (and the records grown from them) stay current.
-_ADDED_SINCE_SCHEME = {"judge_fraction": 0.0}
+_ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0, ("actor", "attention_chunk"): 0,
+                       ("extractor", "attention_chunk"): 0}
 
 
 def warm_start_key(cfg: RunConfig) -> str:
@@ -102,9 +103,9 @@ def warm_start_key(cfg: RunConfig) -> str:
 def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
     """The cache key of ``inputs`` in key scheme ``scheme``."""
     fields = dataclasses.asdict(inputs)
-    for name, neutral in _ADDED_SINCE_SCHEME.items():
-        if fields["warm_start"][name] == neutral:
-            del fields["warm_start"][name]
+    for (section, name), neutral in _ADDED_SINCE_SCHEME.items():
+        if fields[section][name] == neutral:
+            del fields[section][name]
     blob = json.dumps(fields, sort_keys=True).encode()
     return f"{inputs.name}-{scheme}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
@@ -114,7 +115,9 @@ def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
 # machinery checks a record against today's settings in the record's own
 # scheme, so a record stays current until a setting it was made with changes.
 _LEGACY_ADDED_LATER = {"env": {"seeded_clock": False},
-                       "warm_start": {"ask_fraction": 0.0, "split_digits": False}}
+                       "warm_start": {"ask_fraction": 0.0, "split_digits": False,
+                                      "judge_fraction": 0.0},
+                       "actor": {"attention_chunk": 0}, "extractor": {"attention_chunk": 0}}
 _LEGACY_NOT_SHAPING = {"env": ("num_eval_tasks", "eval_split"), "warm_start": ("cache_dir",)}
 
 
@@ -128,7 +131,8 @@ def legacy_warm_start_key(cfg: RunConfig) -> str:
     """The key scheme of records made before WarmStartInputs (version 5)."""
     r = cfg.rollout
     parts = {
-        "actor": config_to_dict(cfg.actor), "extractor": config_to_dict(cfg.extractor),
+        "actor": _legacy_shaping("actor", cfg.actor),
+        "extractor": _legacy_shaping("extractor", cfg.extractor),
         "env": _legacy_shaping("env", cfg.env),
         "prompt": [r.format, r.history, r.list_actions, r.obs_chars, r.show_first_observation],
         "warm_start": _legacy_shaping("warm_start", cfg.warm_start), "version": 5,

@@ -70,7 +70,10 @@ def paper_config(name: str, envs: tuple, *, max_turns: int, max_new_tokens: int,
                  actor: str = "Qwen2.5-7B-Instruct", **env_kw) -> RunConfig:
     """The paper's setting (PAPER.md "Paper-scale settings"): Qwen checkpoints,
     K = 8 rollouts per task, chat format with <think>/<action>, lr 1e-6."""
-    big = dict(dtype="bfloat16", param_dtype="bfloat16", scan_layers=True, remat=True)
+    # Attention 1,024 queries at a time: long samples' scores are their
+    # largest activation (BUILD.md "Will a preset fit?").
+    big = dict(dtype="bfloat16", param_dtype="bfloat16", scan_layers=True, remat=True,
+               attention_chunk=1024)
     return RunConfig(
         name=name,
         actor=ModelSpec(checkpoint=os.path.join(CHECKPOINTS, actor), **big),

@@ -208,11 +208,15 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     # value (the key of the inputs without it), and is in it otherwise.
     fields = dataclasses.asdict(inputs)
     assert fields["warm_start"].pop("judge_fraction") == 0.0
+    assert fields["actor"].pop("attention_chunk") == fields["extractor"].pop("attention_chunk") == 0
     blob = json.dumps(fields, sort_keys=True).encode()
     assert base == f"{inputs.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
     judging = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
                                                                          judge_fraction=0.25))
     assert key_of(judging) != base
+    chunked = dataclasses.replace(inputs, actor=dataclasses.replace(inputs.actor,
+                                                                    attention_chunk=512))
+    assert key_of(chunked) != base
     for field in dataclasses.fields(WarmStartInputs):
         value = getattr(inputs, field.name)
         if dataclasses.is_dataclass(value):
@@ -294,3 +298,22 @@ def test_an_actor_only_run_leaves_another_runs_extractor_progress(tmp_path):
     progress.mkdir(parents=True)
     build_run(cfg, str(tmp_path / "second")).close()
     assert progress.is_dir()
+
+
+def test_the_committed_records_keep_their_warm_start_keys():
+    """Settings added since a key scheme (warm_start.judge_fraction, the
+    models' attention_chunk) stay out of both key schemes at their neutral
+    values: the warm starts the committed figure records grew from keep
+    their keys (a changed key makes every record of the preset stale, so
+    a change here must be deliberate, with the records rerun)."""
+    from crl_jax.training.config_io import load_preset
+    from crl_jax.training.warm_cache import legacy_warm_start_key
+
+    want = {"alfworld_cpu": ("alfworld_cpu-ws7-4e4d2245d8fe314f", "alfworld_cpu-3fbe3fc042bc3a63"),
+            "minihack_room_cpu": ("minihack_room_cpu-ws8-7d8e5e816ddd7c68",
+                                  "minihack_room_cpu-9c574a7291776692"),
+            "multitask3_cpu": ("multitask3_cpu-ws8-83cb36c2fdd707fc",
+                               "multitask3_cpu-cce8ae3fa60896db")}
+    for name, (key, legacy) in want.items():
+        cfg = load_preset(name)
+        assert (warm_start_key(cfg), legacy_warm_start_key(cfg)) == (key, legacy), name
