@@ -143,6 +143,9 @@ Asker = Callable[[list[str], list[str]], list[tuple[str | None, str | None]]]
 class RolloutEngine:
     def __init__(self, sampler: Sampler, tokenizer, config: RolloutConfig):
         self.sampler, self.tokenizer, self.config = sampler, tokenizer, config
+        # Tokens the last play() sampled for the actor's turns, and the
+        # seconds spent inside the sampler for them (rollout throughput).
+        self.sampling_stats = {"tokens": 0, "seconds": 0.0}
         stops = set(getattr(tokenizer, "eos_ids", ()) or ()) | {tokenizer.eos_id}
         self.sampling = SamplingConfig(
             temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
@@ -176,6 +179,7 @@ class RolloutEngine:
         if not (len(envs) == len(tasks) == len(guided)):
             raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
         cfg = self.config
+        self.sampling_stats = {"tokens": 0, "seconds": 0.0}  # this call's actor turns
         episodes, infos, observations = [], [], []
         for env, task, g in zip(envs, tasks, guided):
             obs, info = env.reset(task)
@@ -205,8 +209,11 @@ class RolloutEngine:
                 break
             views = [self._view(episodes[i], observations[i], infos[i]) for i in live]
             prompt_ids = [self.prompt_ids(v) for v in views]
+            start = time.perf_counter()
             result = self.sampler.generate(prompt_ids, self.sampling, rng=int(rng.integers(2**31)),
                                            decode=self.tokenizer.decode)
+            self.sampling_stats["seconds"] += time.perf_counter() - start
+            self.sampling_stats["tokens"] += sum(len(t) for t in result.tokens)
             texts = [self.tokenizer.decode(strip_stop_tokens(result.tokens[j], self.sampling))
                      for j in range(len(live))]
             queries = {j: prompts.parse_ask(texts[j], cfg.format) for j in range(len(live))}

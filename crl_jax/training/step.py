@@ -61,13 +61,14 @@ def ask(run: Run, step: int, queries: list[str], keys: list[str]):
     return [(r.text, r.sample_key) for r in (f.result(timeout=timeout) for f in futures)]
 
 
-def play_training_batch(run: Run, state: RunState) -> list[Episode]:
+def play_training_batch(run: Run, state: RunState) -> tuple[list[Episode], dict]:
     """train.tasks_per_step tasks of each environment's pool, K rollouts each,
-    the first round(K * guided_fraction) of a group guided by the bank."""
+    the first round(K * guided_fraction) of a group guided by the bank; and
+    the actor's sampled tokens with the seconds the sampler took for them."""
     cfg, t = run.cfg, run.cfg.train
     guided_k = int(round(t.group_size * cfg.experience.guided_fraction)) if run.use_experience else 0
     tools = run.manager is not None and cfg.experience.search_and_ask
-    episodes = []
+    episodes, tokens, sampling_s = [], 0, 0.0
     for src in run.rl_sources:
         picks = state.rng.choice(len(src.tasks), size=min(t.tasks_per_step, len(src.tasks)),
                                  replace=False)
@@ -79,7 +80,21 @@ def play_training_batch(run: Run, state: RunState) -> list[Episode]:
             seed=t.seed * 100_003 + state.step,
             ask=(lambda q, k: ask(run, state.step, q, k)) if tools else None,
             judge=cfg.experience.actor_critic)
-    return episodes
+        tokens += run.engine.sampling_stats["tokens"]
+        sampling_s += run.engine.sampling_stats["seconds"]
+    return episodes, {"tokens": tokens, "sampling_s": sampling_s}
+
+
+def rollout_throughput(stats: dict, rollout_s: float) -> dict[str, float]:
+    """The actor's sampled tokens per second over the whole rollout phase (as
+    a run feels it: environments, prompts and retrieval included) and inside
+    the sampler alone."""
+    out = {"rollout/tokens": float(stats["tokens"])}
+    if rollout_s > 0:
+        out["rollout/tokens_per_s"] = stats["tokens"] / rollout_s
+    if stats["sampling_s"] > 0:
+        out["rollout/sampler_tokens_per_s"] = stats["tokens"] / stats["sampling_s"]
+    return out
 
 
 def retriever(run: Run, env_name: str, tasks, guided, record: bool = True):
@@ -155,9 +170,10 @@ def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
     cfg = run.cfg
     if run.manager is not None:
         run.manager.set_actor_step(state.step)
-    with run.timings.time("rollout"):
-        episodes = play_training_batch(run, state)
+    with run.timings.time("rollout") as rollout_timer:
+        episodes, sampled = play_training_batch(run, state)
     metrics = batch_metrics(episodes, prefix="train/")
+    metrics.update(rollout_throughput(sampled, rollout_timer.elapsed))
     if run.entry_tracker is not None:
         metrics.update(run.entry_tracker.guided_metrics(episodes))
         run.entry_tracker.remember(episodes)

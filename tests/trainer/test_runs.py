@@ -48,6 +48,8 @@ def test_cpu_preset_runs_two_steps(preset, tmp_path):
     assert "eval_with_exp/success" in last and "eval_no_exp/success" in last
     assert np.isfinite(last["actor/loss"]) and last["bank/size"] >= 0
     assert last["actor/updates"] == cfg.train.actor_mini_batches
+    assert last["rollout/tokens"] > 0  # rollout throughput, every step
+    assert 0 < last["rollout/tokens_per_s"] <= last["rollout/sampler_tokens_per_s"]
     if n_envs > 1:  # per-environment evaluation beside the pooled numbers
         for env in cfg.env.names:
             assert last[f"eval_no_exp/{env}/episodes"] == 2
