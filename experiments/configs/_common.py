@@ -79,9 +79,11 @@ def paper_config(name: str, envs: tuple, *, max_turns: int, max_new_tokens: int,
         actor=ModelSpec(checkpoint=os.path.join(CHECKPOINTS, actor), **big),
         extractor=ModelSpec(checkpoint=os.path.join(CHECKPOINTS, "Qwen3-4B-Thinking-2507"), **big),
         env=_env(envs, {"num_eval_tasks": 134, **env_kw}),
+        # A thinking actor judging an entry (experience.actor_critic) reasons
+        # first: it gets a turn's budget.
         rollout=RolloutConfig(max_turns=max_turns, max_new_tokens=max_new_tokens,
                               max_prompt_tokens=8192, history=4, temperature=0.99, top_p=0.99,
-                              top_k=100, format="chat"),
+                              top_k=100, format="chat", judge_max_new_tokens=max_new_tokens),
         actor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0, temperature=0.99),
         actor_loss=PolicyLossConfig.split_grpo_paper(),
         extractor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0, temperature=0.99),
