@@ -103,6 +103,15 @@ def parse_judgement(text: str, fmt: str) -> Judgement:
     return Judgement(verdict if verdict in ("accept", "reject") else None)
 
 
+def goal_verdict(goal: str, entry: str) -> Judgement:
+    """The goal-match control's verdict: accept an entry "<goal>: <plan>"
+    that names the episode's own goal, reject any other. A perfect judge of
+    whose game an entry is for, in tasks whose goals tell games apart; it
+    measures what the Actor-Critic variant could give, not a method."""
+    named, sep, _ = entry.partition(": ")
+    return Judgement("accept" if sep and named.strip() == goal.strip() else "reject")
+
+
 @dataclasses.dataclass(frozen=True)
 class CriticScores:
     """What each verdict adds to an entry's credit (paper App. B: accept 1,

@@ -167,12 +167,13 @@ class RolloutEngine:
              retrieve: Retriever | None = None, seed: int = 0,
              ask: Asker | None = None,
              progress: Callable[[int], None] | None = None,
-             judge: bool = False) -> list[Episode]:
+             judge: str | None = None) -> list[Episode]:
         """Plays ``len(tasks)`` episodes, episode i on ``envs[i]`` (reset to tasks[i]).
 
         Guided episodes get the retriever's entry for "goal: g, observation: o"
         at episode start (none if the bank has nothing yet); with ``judge``
-        the actor first judges it (`judge`, paper App. B). ``progress(n)``
+        ("actor" or the "goal" control) it is judged first (`judge`, paper
+        App. B). ``progress(n)``
         is told after each turn how many episodes that turn ended (progress
         bars); the calls add up to ``len(tasks)``.
         """
@@ -202,7 +203,7 @@ class RolloutEngine:
                     episodes[i].retrieved = hit[0]
             if judge:
                 self.judge([episodes[i] for i, hit in zip(idx, found) if hit is not None],
-                           int(rng.integers(2**31)))
+                           int(rng.integers(2**31)), judge)
         for turn in range(cfg.max_turns):
             live = [i for i, e in enumerate(episodes) if not e.done]
             if not live:
@@ -261,12 +262,21 @@ class RolloutEngine:
             ep.done = True
         return episodes
 
-    def judge(self, episodes: Sequence[Episode], seed: int) -> None:
+    def judge(self, episodes: Sequence[Episode], seed: int, source: str = "actor") -> None:
         """Actor-Critic variant (paper App. B): the actor judges each episode's
         retrieved entry in one sampler call; the episode then reads the entry,
-        the actor's rewrite of it, or nothing (crl_jax/rl/critic.py)."""
+        the actor's rewrite of it, or nothing (crl_jax/rl/critic.py).
+        ``source="goal"`` is a control, not a method: the entry is accepted
+        exactly when it names the episode's own goal (critic.goal_verdict)."""
         if not episodes:
             return
+        if source == "goal":
+            for ep in episodes:
+                ep.judgement = critic.goal_verdict(ep.goal, ep.retrieved)
+                ep.experience = ep.judgement.text_to_read(ep.retrieved)
+            return
+        if source != "actor":
+            raise ValueError(f"judge={source!r}; valid: actor, goal")
         cfg = self.config
         if cfg.format == "compact":
             ids = [self.tokenizer.encode(critic.render_judge_compact(

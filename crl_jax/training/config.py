@@ -135,6 +135,11 @@ class ExperienceSpec:
     reads what it kept, and the verdict's score (critic_accept, critic_refine,
     critic_reject) adds to the entry's credit (crl_jax/rl/critic.py). A tiny
     actor judges only if its warm start taught it (warm_start.judge_fraction)."""
+    critic: Literal["actor", "goal"] = "actor"
+    """Actor-Critic: who judges. actor: the actor itself (paper App. B); goal:
+    a control, not a method: an entry is accepted exactly when it names the
+    episode's own goal (what a perfect judge of whose game an entry is for
+    would do where goals tell games apart)."""
     critic_accept: float = 1.0
     """Actor-Critic: added to an accepted entry's credit (paper App. B: 1)."""
     critic_refine: float = 0.5

@@ -79,7 +79,7 @@ def play_training_batch(run: Run, state: RunState) -> tuple[list[Episode], dict]
             retriever(run, src.env_name, tasks, guided) if any(guided) else None,
             seed=t.seed * 100_003 + state.step,
             ask=(lambda q, k: ask(run, state.step, q, k)) if tools else None,
-            judge=cfg.experience.actor_critic)
+            judge=cfg.experience.critic if cfg.experience.actor_critic else None)
         tokens += run.engine.sampling_stats["tokens"]
         sampling_s += run.engine.sampling_stats["seconds"]
     return episodes, {"tokens": tokens, "sampling_s": sampling_s}

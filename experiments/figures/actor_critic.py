@@ -4,9 +4,11 @@ verdict adds to the entry's credit (crl_jax/rl/critic.py).
 
 A tiny actor judges only what its warm start taught it, so the variant runs
 from a warm start that also teaches judging (warm_start.judge_fraction: own
-plans accepted, other games' rejected). Its null is Comp. RL from that same
-warm start without the critic; Comp. RL and the baseline from the ladder's
-warm start are drawn beside them. The paper reports the variant helps early
+plans accepted, other games' rejected). Its controls come from that same
+warm start: the null, Comp. RL without the critic, and the oracle, a
+goal-match critic (experience.critic=goal: an entry is accepted exactly when
+it names the episode's own goal, what a perfect judge would do here); Comp.
+RL and the baseline from the ladder's warm start are drawn beside them. The paper reports the variant helps early
 but searches far slower (1.21 s against 0.04 s a search); the table gives
 this run's per-entry judging time beside retrieval's, and how often the
 actor kept an entry for its own goal and one for another goal.
@@ -29,9 +31,12 @@ from experiments.figures.script import figure_main  # noqa: E402
 PRESET = "alfworld_cpu"
 JUDGING = ("warm_start.judge_fraction=1.0",)
 CRITIC = "Comp. RL + Actor-Critic"
+ORACLE = "Comp. RL + goal-match critic (control)"
 NULL = "Comp. RL, judging warm start, no critic"
 VARIANTS = (Variant(CRITIC, extra=(*JUDGING, "experience.actor_critic=true"),
                     paper="helps early; search 1.21 s vs 0.04 s"),
+            Variant(ORACLE, extra=(*JUDGING, "experience.actor_critic=true",
+                                   "experience.critic=goal")),
             Variant(NULL, extra=JUDGING), Variant(COMP), Variant(BASE, "none"))
 CRITIC_FINALS = (*FINALS, ("train/entry_goal", 5, "entries for the own goal"),
                  ("train/critic_kept_own_goal", 5, "kept, own goal"),

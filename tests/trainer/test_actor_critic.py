@@ -103,7 +103,7 @@ def test_judged_rollout_reads_what_the_actor_kept():
         return [(entries[q.split(", observation: ")[0][len("goal: "):]], i)
                 for i, q in enumerate(queries)]
 
-    eps = engine.play(envs, [0, 1, 2, 3, 0], [True, True, True, True, False], retrieve, judge=True)
+    eps = engine.play(envs, [0, 1, 2, 3, 0], [True, True, True, True, False], retrieve, judge="actor")
     judged_texts, judged_config = sampler.calls[0]
     assert len(judged_texts) == 4 and judged_config.max_new_tokens == 33  # one call, guided only
     assert judged_texts[0] == critic.render_judge_compact(goals[0], eps[0].first_observation,
@@ -233,9 +233,30 @@ def test_chat_format_judging_prompt_and_stop():
     sampler.generate = lambda p, c, **k: (seen.append((tok.decode(p[0]), c)), generate(p, c, **k))[1]
     engine = RolloutEngine(sampler, tok, RolloutConfig(max_turns=1, format="chat",
                                                        max_new_tokens=40, max_prompt_tokens=4000))
-    ep = engine.play([env], [0], [True], lambda q, k: [("ENTRY", 3)], judge=True)[0]
+    ep = engine.play([env], [0], [True], lambda q, k: [("ENTRY", 3)], judge="actor")[0]
     prompt, config = seen[0]
     assert prompt.startswith(f"<system>{critic.JUDGE_SYSTEM}") and "Retrieved note:\nENTRY" in prompt
     assert config.stop_strings == ("</answer>",)
     assert ep.judgement == Judgement("refine", "NOTE") and ep.experience == "NOTE"
     assert "NOTE" in tok.decode(ep.turns[0].prompt_ids)
+
+
+def test_goal_match_control_accepts_exactly_the_own_goal():
+    assert critic.goal_verdict("put a mug in shelf", "put a mug in shelf: go to shelf 1") == \
+        Judgement("accept")
+    assert critic.goal_verdict("put a mug in shelf", "put a pen in desk: go to desk 1") == \
+        Judgement("reject")
+    assert critic.goal_verdict("put a mug in shelf", "put a mug in shelf") == Judgement("reject")
+    tok = CharTokenizer()
+    envs = [make_env("alfworld", split="generated", num_generated=4, seed=0) for _ in range(2)]
+    goals = [env.reset(t)[1].goal for env, t in zip(envs, [0, 1])]
+    sampler = JudgingSampler(tok, {})
+    engine = RolloutEngine(sampler, tok, RolloutConfig(max_turns=1, history=1))
+    entries = [f"{goals[0]}: go to shelf 1", f"{goals[0]}: go to shelf 1"]  # task 1 reads task 0's
+    eps = engine.play(envs, [0, 1], [True, True], lambda q, k: [(e, i) for i, e in enumerate(entries)],
+                      judge="goal")
+    assert [e.judgement.verdict for e in eps] == ["accept", "reject"]
+    assert [e.experience for e in eps] == [entries[0], None]
+    assert len(sampler.calls) == 1  # no judging call: only the turn
+    with pytest.raises(ValueError, match="valid: actor, goal"):
+        engine.play(envs[:1], [0], [True], lambda q, k: [("x: y", 1)], judge="oracle")
