@@ -99,3 +99,14 @@ def test_timer_and_phase_timings():
     with metrics.Timer("a", totals, clock=clock) as timer:
         clock.now += 3.0
     assert timer.elapsed == 3.0 and totals == {"a": 3.0}
+
+
+def test_clock_metrics_are_named_so():
+    from crl_jax.training.metrics import is_clock_metric
+
+    for key in ("time", "time/rollout", "train/retrieval_s_per_query",
+                "eval_with_exp/critic_s_per_entry", "rollout/tokens_per_s",
+                "rollout/sampler_tokens_per_s"):
+        assert is_clock_metric(key), key
+    for key in ("train/success", "rollout/tokens", "train/tokens_per_action", "timeouts"):
+        assert not is_clock_metric(key), key

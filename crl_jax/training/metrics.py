@@ -164,6 +164,17 @@ class Timer:
                 self.totals[self.name] = self.totals.get(self.name, 0.0) + self.elapsed
 
 
+# Metric names that measure the wall clock (they differ between two runs of
+# one seed; everything else a synchronous run logs repeats exactly): the
+# step's time, the phase totals under time/, and latencies and rates.
+CLOCK_SUFFIXES = ("_s_per_query", "_s_per_entry", "_per_s")
+
+
+def is_clock_metric(key: str) -> bool:
+    """Whether ``key`` measures the wall clock (see CLOCK_SUFFIXES)."""
+    return key == "time" or key.startswith("time/") or key.endswith(CLOCK_SUFFIXES)
+
+
 class PhaseTimings:
     """Thread-safe per-phase second totals, read and reset once per logged step."""
 

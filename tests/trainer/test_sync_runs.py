@@ -17,7 +17,7 @@ from crl_jax.experience import load_state
 from crl_jax.training.checkpointing import RunCheckpointer
 from crl_jax.training.components import build_run
 from crl_jax.training.loop import run_training
-from crl_jax.training.metrics import read_metrics
+from crl_jax.training.metrics import is_clock_metric, read_metrics
 from tests.trainer import sync_driver
 from tests.trainer.test_runs import SMALL, _config
 
@@ -30,9 +30,9 @@ SYNC = ["experience.sync=true", "train.steps=3", "train.eval_every=3", "train.ch
 
 
 def _no_clock(rows: list[dict]) -> list[dict]:
-    """Metrics without the wall-clock keys (time, time/...)."""
-    return [{k: v for k, v in r.items() if k != "time" and not k.startswith("time/")}
-            for r in rows]
+    """Metrics without the wall-clock keys (time, time/..., latencies and
+    rates: crl_jax.training.metrics.is_clock_metric)."""
+    return [{k: v for k, v in r.items() if not is_clock_metric(k)} for r in rows]
 
 
 def _bank_of(out: str) -> list:
