@@ -35,6 +35,11 @@ class ExtractorSample:
         return sum(self.outcomes) / len(self.outcomes)
 
 
+def outcome(success: bool, baseline: float = 0.0) -> float:
+    """One trajectory's contribution to r(m) (paper Eq. 3): +1 / -1, less its baseline."""
+    return (1.0 if success else -1.0) - float(baseline)
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainingItem:
     key: str
@@ -73,7 +78,7 @@ class ExtractorTrainingBuffer:
     def credit(self, key: str | None, success: bool, baseline: float = 0.0) -> bool:
         """Record the outcome (+1 / -1, minus ``baseline``) of a trajectory
         guided by this sample's output. False if unknown."""
-        return self.credit_value(key, (1.0 if success else -1.0) - float(baseline))
+        return self.credit_value(key, outcome(success, baseline))
 
     def credit_value(self, key: str | None, value: float) -> bool:
         """Record one credit of this sample's output as it is (the Actor-Critic

@@ -147,6 +147,11 @@ class ExperienceSpec:
     critic_reject: float = 0.0
     """Actor-Critic: a rejected entry's credit, which its episode's outcome does
     not touch (paper App. B: 0; the released code uses -1)."""
+    @property
+    def judge(self) -> str | None:
+        """Who judges retrieved entries in rollouts (None: nobody)."""
+        return self.critic if self.actor_critic else None
+
     consolidate: Literal["all", "guided"] = "all"
     """Which finished episodes the extractor consolidates: every one, or the
     guided ones only (the authors' released code; a free episode's search-and-

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from crl_jax.experience import EpisodeRecord
+from crl_jax.experience.training_buffer import outcome
 from crl_jax.rl.batch import pack_samples
 from crl_jax.rl.critic import CriticScores, critic_credit
 from crl_jax.rl.episode_stats import (batch_metrics, free_outcome_baselines,
@@ -79,7 +80,7 @@ def play_training_batch(run: Run, state: RunState) -> tuple[list[Episode], dict]
             retriever(run, src.env_name, tasks, guided) if any(guided) else None,
             seed=t.seed * 100_003 + state.step,
             ask=(lambda q, k: ask(run, state.step, q, k)) if tools else None,
-            judge=cfg.experience.critic if cfg.experience.actor_critic else None)
+            judge=cfg.experience.judge)
         tokens += run.engine.sampling_stats["tokens"]
         sampling_s += run.engine.sampling_stats["seconds"]
     return episodes, {"tokens": tokens, "sampling_s": sampling_s}
@@ -151,7 +152,7 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
                 run.manager.training_buffer.credit(key, ep.won, baseline)
             continue
         judged = ep.judgement is not None
-        credit = (critic_credit((1.0 if ep.won else -1.0) - baseline, ep.judgement.verdict, scores)
+        credit = (critic_credit(outcome(ep.won, baseline), ep.judgement.verdict, scores)
                   if judged else None)
         run.manager.submit_episode(EpisodeRecord(ep.goal, ep.trajectory_text(x.trajectory_obs_chars),
                                                  ep.won,

@@ -115,9 +115,9 @@ def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
 # machinery checks a record against today's settings in the record's own
 # scheme, so a record stays current until a setting it was made with changes.
 _LEGACY_ADDED_LATER = {"env": {"seeded_clock": False},
-                       "warm_start": {"ask_fraction": 0.0, "split_digits": False,
-                                      "judge_fraction": 0.0},
-                       "actor": {"attention_chunk": 0}, "extractor": {"attention_chunk": 0}}
+                       "warm_start": {"ask_fraction": 0.0, "split_digits": False}}
+for (_section, _name), _neutral in _ADDED_SINCE_SCHEME.items():  # added later than both schemes
+    _LEGACY_ADDED_LATER.setdefault(_section, {})[_name] = _neutral
 _LEGACY_NOT_SHAPING = {"env": ("num_eval_tasks", "eval_split"), "warm_start": ("cache_dir",)}
 
 

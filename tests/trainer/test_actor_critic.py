@@ -2,14 +2,12 @@
 answer, what a judged episode reads, the credit a verdict gives an entry
 (hand-computed), the warm start's judging samples and the metrics."""
 import dataclasses
-import json
 
 import numpy as np
 import pytest
 
 from crl_jax.envs.registry import make_env
-from crl_jax.experience import (EpisodeRecord, ExperienceBank, ExperienceConfig, ExperienceManager,
-                                ExtractorReply, HashingEmbedder)
+from crl_jax.experience import EpisodeRecord
 from crl_jax.rl import critic
 from crl_jax.rl.critic import CriticScores, Judgement, critic_credit, parse_judgement
 from crl_jax.rl.episode_stats import batch_metrics
@@ -17,6 +15,7 @@ from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
 from crl_jax.training import warmstart
 from crl_jax.training.config import RunConfig
 from models.sampler import GenerationResult
+from tests.trainer.test_reward_baseline import plan_writing_manager
 from tests.trainer.test_tools_and_distillation import CharTokenizer
 
 
@@ -133,14 +132,7 @@ def test_unjudged_rollout_is_unchanged_and_reports_no_verdicts():
 
 
 def test_verdict_credits_reach_the_entry_that_was_judged():
-    def extractor(request):
-        ops = [{"op": "add", "entry": "plan"}] if request.success else [{"op": "return"}]
-        return ExtractorReply("prompt", json.dumps(ops))
-
-    config = ExperienceConfig(workers=1, consolidation_context=0, train_batch_size=1)
-    bank = ExperienceBank(config, 16)
-    manager = ExperienceManager(bank, HashingEmbedder(16), extractor, config=config,
-                                synchronous=True)
+    bank, manager = plan_writing_manager()
     with bank, manager:
         first = manager.submit_episode(EpisodeRecord("g", "t", True, "x")).result(5)
         entry = first.added_ids[0]

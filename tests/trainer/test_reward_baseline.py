@@ -38,15 +38,21 @@ def test_buffer_reward_is_the_mean_of_outcomes_less_their_baselines():
     assert buf.sample("paper").reward == 0.0  # Eq. 3 as written: mean of +1 and -1
 
 
-def test_consolidation_credits_the_guiding_entry_with_the_records_baseline():
+def plan_writing_manager():
+    """A synchronous bank and manager whose extractor adds "plan" for a won
+    episode and returns nothing for a lost one (shared by the credit tests)."""
     def extractor(request):
         ops = [{"op": "add", "entry": "plan"}] if request.success else [{"op": "return"}]
         return ExtractorReply("prompt", json.dumps(ops))
 
     config = ExperienceConfig(workers=1, consolidation_context=0, train_batch_size=1)
     bank = ExperienceBank(config, 16)
-    manager = ExperienceManager(bank, HashingEmbedder(16), extractor, config=config,
-                                synchronous=True)
+    return bank, ExperienceManager(bank, HashingEmbedder(16), extractor, config=config,
+                                   synchronous=True)
+
+
+def test_consolidation_credits_the_guiding_entry_with_the_records_baseline():
+    bank, manager = plan_writing_manager()
     with bank, manager:
         first = manager.submit_episode(EpisodeRecord("g", "t", True, "x")).result(5)
         entry = first.added_ids[0]
