@@ -7,6 +7,7 @@ PUBLISH_MODES = ("copy", "double_buffer")
 INDEX_DTYPES = ("f32", "bf16", "f16")
 RECENCY_CLOCKS = ("steps", "seconds")
 ENTRY_FORMATS = ("any", "title_content")
+RETRIEVAL_KEYS = ("text", "title")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +57,17 @@ class ExperienceConfig:
     its 7B runs; on 2 CPU cores it is ~10 steps, on a GPU something else."""
     recency_window_s: float = 300.0
     """Eq. 6 in seconds (recency_clock="seconds"): the paper's window."""
+    retrieval_key: str = "text"
+    """What an entry is found by. "text": its whole text, against the query
+    "goal: g, observation: o" (the paper and the released code). "title":
+    its title (the part before the first ":", or <title>...</title>) against
+    the episode's goal alone (beyond the paper): an entry is then found by the
+    task it says it is for, not by the words its plan shares with the room."""
+    min_similarity: float = -1.0
+    """Candidates whose cosine similarity to the query is below this are not
+    returned, so a query with no entry this close reads nothing (beyond the
+    paper; -1 = off). With retrieval_key="title", 0.95 keeps the entries whose
+    title is the goal, or nearly."""
     released_top1_shuffle: bool = False  # released code: move a recent top-1 to the end w.p. 0.5
     released_shuffle_prob: float = 0.5
     """Probability of that move (released code: 0.5)."""
@@ -125,6 +137,12 @@ class ExperienceConfig:
         if self.entry_format not in ENTRY_FORMATS:
             raise ValueError(f"ExperienceConfig.entry_format must be one of {ENTRY_FORMATS}, "
                              f"got {self.entry_format!r}")
+        if self.retrieval_key not in RETRIEVAL_KEYS:
+            raise ValueError(f"ExperienceConfig.retrieval_key must be one of {RETRIEVAL_KEYS}, "
+                             f"got {self.retrieval_key!r}")
+        if not -1.0 <= float(self.min_similarity) <= 1.0:
+            raise ValueError(f"ExperienceConfig.min_similarity must be in [-1, 1] (a cosine), "
+                             f"got {self.min_similarity!r}")
         if self.publish_mode not in PUBLISH_MODES:
             raise ValueError(f"ExperienceConfig.publish_mode must be one of {PUBLISH_MODES}, "
                              f"got {self.publish_mode!r}")

@@ -14,7 +14,7 @@ import numpy as np
 
 from crl_jax.experience.embedders import embed_checked
 from crl_jax.experience.entries import AddEntry, DeleteEntry, Entry, UpdateEntry
-from crl_jax.experience.operations import (AddOperation, UpdateOperation, parse_operations,
+from crl_jax.experience.operations import (AddOperation, UpdateOperation, index_text, parse_operations,
                                              parse_rewrite, structured_text)
 
 
@@ -115,7 +115,8 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
         manager.training_buffer.credit(key, record.success, record.outcome_baseline)
     shown = [guiding] if guiding is not None else []
     if config.consolidation_context and len(snapshot):
-        related = manager.search(f"goal: {record.goal}", record.task_key, k=config.consolidation_context,
+        query = record.goal if config.retrieval_key == "title" else f"goal: {record.goal}"
+        related = manager.search(query, record.task_key, k=config.consolidation_context,
                                  record=False).result(timeout=config.thread_timeout_s)
         shown += [r.entry for r in related if guiding is None or r.entry.id != guiding.id]
     shown = shown[:1 + config.consolidation_context]
@@ -141,7 +142,8 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
     if not writes:
         return ConsolidationReport(None, rejected=tuple(rejected))
     key = manager.sample_key("consolidate", record.step)
-    vectors = embed_checked(manager.embedder, [op.text for op, _ in writes])
+    vectors = embed_checked(manager.embedder, [index_text(op.text, config.retrieval_key)
+                                               for op, _ in writes])
     ops, updated, deleted = [], [], []
     for (op, ids), vector in zip(writes, vectors):
         if isinstance(op, AddOperation):
@@ -211,7 +213,8 @@ def merge_task(manager, task_key: str, step: int) -> MergeReport:
     kept_set = set(kept)
     deleted = [e.id for e in entries if e.id not in kept_set]
     new_texts = [text for text, entry_id in committed if entry_id is None]
-    vectors = embed_checked(manager.embedder, new_texts) if new_texts else np.zeros((0, bank.dim), np.float32)
+    vectors = (embed_checked(manager.embedder, [index_text(t, config.retrieval_key) for t in new_texts])
+               if new_texts else np.zeros((0, bank.dim), np.float32))
     ops = [DeleteEntry(i) for i in deleted] + [AddEntry(task_key, t, v, step) for t, v in zip(new_texts, vectors)]
     if not ops:
         return MergeReport(task_key, calls, tuple(kept), rejected=tuple(rejected))

@@ -86,6 +86,22 @@ def structured_text(entry) -> str | None:
     return None
 
 
+def entry_title(text: str) -> str:
+    """What an entry says it is for: the title of the released form
+    "<title>T</title><content>C</content>", else the text before the first
+    ":" of this project's "goal: plan" entries, else the whole text."""
+    m = _STRUCTURED.match(text)
+    if m:
+        return m.group(1).strip()
+    head, sep, _ = text.partition(":")
+    return head.strip() if sep and head.strip() else text.strip()
+
+
+def index_text(text: str, retrieval_key: str) -> str:
+    """The text an entry is embedded by (ExperienceConfig.retrieval_key)."""
+    return entry_title(text) if retrieval_key == "title" else text
+
+
 def _find_json(text: str):
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()

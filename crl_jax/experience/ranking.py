@@ -38,7 +38,13 @@ class Retrieval:
 def rank_hits(snapshot, ids: np.ndarray, similarity: np.ndarray, k: int, now: float,
               config: ExperienceConfig, rng: np.random.Generator) -> list[Retrieval]:
     """The k best of a candidate pool (entry ids with their similarities, in
-    the order the search gave them) after Eq. 6's re-ranking."""
+    the order the search gave them) after Eq. 6's re-ranking. Candidates
+    below config.min_similarity are dropped first (none left: no hit)."""
+    if config.min_similarity > -1.0:
+        close = np.asarray(similarity) >= config.min_similarity
+        ids, similarity = np.asarray(ids)[close], np.asarray(similarity)[close]
+        if not len(ids):
+            return []
     stats = [snapshot.stats_of(int(e)) for e in ids]
     counts = np.array([s.retrieval_count for s in stats], dtype=np.float64)
     lasts = np.array([s.last_retrieval_time for s in stats], dtype=np.float64)

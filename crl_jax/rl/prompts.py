@@ -218,6 +218,8 @@ def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_cha
     return " | ".join(step(a, o) if o else a for a, o in zip(actions, observations))
 
 
-def retrieval_query(goal: str, observation: str) -> str:
-    """The paper's retrieval query at episode start."""
-    return f"goal: {goal}, observation: {observation}"
+def retrieval_query(goal: str, observation: str, retrieval_key: str = "text") -> str:
+    """The retrieval query at episode start: the paper's "goal: g,
+    observation: o", or the goal alone when entries are found by their title
+    (ExperienceConfig.retrieval_key="title")."""
+    return goal.strip() if retrieval_key == "title" else f"goal: {goal}, observation: {observation}"

@@ -141,8 +141,10 @@ Asker = Callable[[list[str], list[str]], list[tuple[str | None, str | None]]]
 
 
 class RolloutEngine:
-    def __init__(self, sampler: Sampler, tokenizer, config: RolloutConfig):
+    def __init__(self, sampler: Sampler, tokenizer, config: RolloutConfig,
+                 retrieval_key: str = "text"):
         self.sampler, self.tokenizer, self.config = sampler, tokenizer, config
+        self.retrieval_key = retrieval_key  # the bank's: what a retrieval query is made of
         # Tokens the last play() sampled for the actor's turns, and the
         # seconds spent inside the sampler for them (rollout throughput).
         self.sampling_stats = {"tokens": 0, "seconds": 0.0}
@@ -171,7 +173,8 @@ class RolloutEngine:
         """Plays ``len(tasks)`` episodes, episode i on ``envs[i]`` (reset to tasks[i]).
 
         Guided episodes get the retriever's entry for "goal: g, observation: o"
-        at episode start (none if the bank has nothing yet); with ``judge``
+        (or g alone: prompts.retrieval_query) at episode start (none if the
+        bank has nothing close enough or nothing yet); with ``judge``
         ("actor" or the "goal" control) it is judged first (`judge`, paper
         App. B). ``progress(n)``
         is told after each turn how many episodes that turn ended (progress
@@ -193,7 +196,8 @@ class RolloutEngine:
         if retrieve is not None and any(guided):
             idx = [i for i, g in enumerate(guided) if g]
             start = time.perf_counter()
-            found = retrieve([prompts.retrieval_query(episodes[i].goal, observations[i]) for i in idx],
+            found = retrieve([prompts.retrieval_query(episodes[i].goal, observations[i],
+                                                      self.retrieval_key) for i in idx],
                              [episodes[i].task_key for i in idx])
             per_query = (time.perf_counter() - start) / len(idx)
             for i, hit in zip(idx, found):

@@ -218,6 +218,7 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     return Run(cfg=cfg, out_dir=out_dir, train_sources=train_sources,
                eval_sources=eval_sources, rl_sources=rl_sources, demos=demos, oracle=oracle,
                tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor,
-               sampler=sampler, engine=RolloutEngine(sampler, tok, cfg.rollout),
+               sampler=sampler, engine=RolloutEngine(sampler, tok, cfg.rollout,
+                                                             cfg.experience.bank.retrieval_key),
                train_envs=train_envs, agent=agent, manager=manager, warm_start_losses=losses,
                timings=timings, entry_tracker=tracker)
