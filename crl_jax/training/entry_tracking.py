@@ -5,8 +5,7 @@ The true plan of a game is the oracle's (crl_jax/training/oracle.py with no
 wrong step: the informed expert's plan on ALFWorld, the expert's actions
 elsewhere), the entry the extractor's warm start was taught to write.
 
-- Every training step: ``train/entry_found`` (the share of guided episodes
-  whose retrieval found an entry) and, over those that found one,
+- Every training step, over the guided episodes that found an entry:
   ``train/entry_exact`` (the entry is its game's plan), ``train/entry_goal``
   (it names its game's goal) and ``train/entry_step_f1`` (plan steps as sets).
 - Every evaluation: the extractor's greedy entry for the latest won training
@@ -39,10 +38,10 @@ class EntryTracker:
         entry; with the Actor-Critic variant also how often the actor accepted
         (or refined) an entry for its own goal and one for another goal: a
         critic that discriminates accepts the first more often."""
-        guided = [ep for ep in episodes if ep.guided and (ep.env_name, ep.task) in self.plans]
-        found = [ep for ep in guided if ep.retrieved]
+        found = [ep for ep in episodes
+                 if ep.guided and ep.retrieved and (ep.env_name, ep.task) in self.plans]
         if not found:
-            return {f"{prefix}entry_found": 0.0} if guided else {}
+            return {}
         scores, kept = EntryScores(), {True: [], False: []}
         for ep in found:
             want = self.plans[(ep.env_name, ep.task)]
@@ -51,8 +50,7 @@ class EntryTracker:
                 own = plan_parts(ep.retrieved)[0] == plan_parts(want)[0]
                 kept[own].append(ep.judgement.verdict in ("accept", "refine"))
         d = scores.as_dict()
-        out = {f"{prefix}entry_found": len(found) / len(guided),
-               f"{prefix}entry_exact": d["exact"], f"{prefix}entry_goal": d["goal"],
+        out = {f"{prefix}entry_exact": d["exact"], f"{prefix}entry_goal": d["goal"],
                f"{prefix}entry_step_f1": d["step_f1"]}
         for own, name in ((True, "own_goal"), (False, "other_goal")):
             if kept[own]:

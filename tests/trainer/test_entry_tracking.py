@@ -27,11 +27,9 @@ def test_guided_metrics_score_the_entries_the_actor_read():
            _ep(1, experience="heat an egg: go to fridge 1 > take egg 1 from fridge 1"),
            _ep(0, experience=None), _ep(0, guided=False, experience=None)]  # not counted
     got = tracker.guided_metrics(eps)
-    assert got == pytest.approx({"train/entry_found": 3 / 4,  # 4 guided, one found nothing
-                                 "train/entry_exact": 1 / 3, "train/entry_goal": 2 / 3,
+    assert got == pytest.approx({"train/entry_exact": 1 / 3, "train/entry_goal": 2 / 3,
                                  "train/entry_step_f1": (1 + 0 + 0.5) / 3})
     assert tracker.guided_metrics([_ep(0, guided=False)]) == {}
-    assert tracker.guided_metrics([_ep(0, experience=None)]) == {"train/entry_found": 0.0}
 
 
 class FakeAgent:
