@@ -38,7 +38,10 @@ VARIANTS = (Variant(OURS), Variant(NO_COUNT, extra=("experience.bank.diversity_l
             Variant(BY_TITLE, extra=("experience.bank.retrieval_key=title",
                                      "experience.bank.min_similarity=0.95")),
             Variant(BASE, "none"))
-ENTRY_FINALS = (*FINALS, ("train/entry_goal", 5, "entries for the own goal"),
+ENTRY_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
+                ("train/success_free", 5, "free success"),
+                ("train/experience_found", 5, "guided episodes that found an entry"),
+                ("train/entry_goal", 5, "entries for the own goal"),
                 ("train/entry_step_f1", 5, "entry step F1"))
 
 
