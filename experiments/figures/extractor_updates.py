@@ -1,0 +1,106 @@
+"""How much the extractor trains under Comp. RL (not a figure of the paper):
+a sweep of its CISPO updates on alfworld_cpu, seed 2 (the preset's Comp. RL
+record with the entry-quality metrics).
+
+With the preset's one update a step on batches of 32, the extractor makes
+6-7 updates in 20 steps: its buffer gains ~2.5 rewarded samples a step (a
+sample is rewarded once an entry it wrote guided an episode), so the first
+batch of 32 is ready around step 14. Smaller batches are ready earlier, and
+several a step use every rewarded sample once (Eq. 7 gives a sample drawn
+again in the same step weight 0). The arms: the preset; up to 8 updates a
+step on batches of 8 at the preset's lr (1e-4) and at 3e-4. The table gives
+each run's updates, their mean Eq. 7 weight, the share of malformed
+answers, the extractor's pool step F1 at the first and last evaluation
+(crl_jax/training/entry_tracking.py), training success and wall time.
+
+    python experiments/figures/reproduce.py --budget=full --only=extractor_updates
+
+Full budget only (the quick budget's hour has no room for its runs).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from experiments.figures import aggregate, common, plots, settings  # noqa: E402
+from experiments.figures.fig6_success import COMP  # noqa: E402
+from experiments.figures.script import figure_main, fmt, report  # noqa: E402
+
+PRESET = "alfworld_cpu"
+SEED = 2
+SMALL = ("experience.extractor_updates_per_step=8", "experience.bank.train_batch_size=8")
+ARMS = ((COMP + " (1 update a step, batch 32)", ()),
+        ("up to 8 updates a step, batch 8", SMALL),
+        ("up to 8 updates a step, batch 8, lr 3e-4", (*SMALL, "extractor_optim.lr=0.0003")))
+
+
+def arms(budget: str):
+    if budget == "quick":  # the quick budget's hour has no room for more runs
+        return []
+    return [settings.make_arm(label, PRESET, budget, extra, SEED) for label, extra in ARMS]
+
+
+def _values(rows, key: str) -> list[float]:
+    return [float(r[key]) for r in sorted(rows, key=lambda r: r["step"]) if key in r]
+
+
+def sweep_row(rows) -> dict:
+    """One run's extractor training: updates over the run, their mean Eq. 7
+    weight, malformed answers, pool step F1 at the first and last evaluation."""
+    updates = _values(rows, "extractor/updates")
+    weights = _values(rows, "extractor/weight_mean")
+    last = max(rows, key=lambda r: r["step"])
+    calls = last.get("manager/extractor_calls", 0)
+    f1 = _values(rows, "extractor/pool_step_f1")
+    train = _values(rows, "train/success")
+    return {"updates": int(sum(updates)),
+            "weight": (float(np.dot(updates, weights) / sum(updates))
+                       if updates and len(weights) == len(updates) else float("nan")),
+            "first update": min((r["step"] for r in rows if r.get("extractor/updates")),
+                                default=float("nan")),
+            "malformed": last.get("manager/calls_malformed", 0) / calls if calls else float("nan"),
+            "f1 first": f1[0] if f1 else float("nan"), "f1 last": f1[-1] if f1 else float("nan"),
+            "train last 5": float(np.mean(train[-5:])) if train else float("nan")}
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    if budget == "quick":
+        return []
+    drawn = arms(budget)
+    runs, notes = common.load_runs(drawn, root)
+    walls = common.wall_times(drawn, root)
+    series, rows = {}, []
+    for arm in drawn:
+        got = runs.get(arm.label, {}).get(SEED)
+        if not got:
+            continue
+        if any("extractor/pool_step_f1" in r for r in got):
+            series[arm.label] = aggregate.seed_curves({SEED: got}, "extractor/pool_step_f1")
+        r = sweep_row(got)
+        wall = walls.get(arm.run_name, float("nan"))
+        rows.append([arm.label, str(r["updates"]), fmt(r["weight"]), str(r["first update"]),
+                     fmt(r["malformed"]), fmt(r["f1 first"]), fmt(r["f1 last"]),
+                     fmt(r["f1 last"] - r["f1 first"]), fmt(r["train last 5"]),
+                     fmt(wall / 60, 1)])
+    if series:
+        plots.plot_curves(os.path.join(out_dir, "extractor_updates"),
+                          f"Extractor's pool entries through RL ({PRESET}, seed {SEED})",
+                          [{"title": "pool step F1 (greedy entry vs true plan)",
+                            "ylabel": "step F1", "series": series}], cols=1)
+    table = {"caption": f"{PRESET}, seed {SEED}. Updates: CISPO updates over the run; weight: "
+                        "their mean Eq. 7 weight; malformed: share of the extractor's answers; "
+                        "pool F1: its greedy entries for the pool games' latest won trajectories "
+                        "against their true plans, at the first and last evaluation.",
+             "columns": ["arm", "updates", "weight", "first update", "malformed", "pool F1 first",
+                         "pool F1 last", "rise", "train last 5", "wall min"],
+             "rows": rows}
+    return [report("extractor_updates", "Extractor updates under Comp. RL (sweep)", out_dir,
+                   [table], notes, {}, drawn, root)]
+
+
+if __name__ == "__main__":
+    figure_main(sys.modules[__name__])
