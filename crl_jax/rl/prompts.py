@@ -106,6 +106,16 @@ def render_actor_chat_messages(view: TurnView) -> list[dict]:
             {"role": "user", "content": "\n\n".join(parts)}]
 
 
+def render_actor_chat_followup(observation: str, valid_actions: Sequence[str] = ()) -> dict:
+    """The user message that continues a conversation (rollout.conversation)
+    after the actor's answer: what the environment said, and the valid
+    actions when the format lists them."""
+    parts = [f"Observation:\n{observation}"]
+    if valid_actions:
+        parts.append("Valid actions: " + ", ".join(valid_actions))
+    return {"role": "user", "content": "\n\n".join(parts)}
+
+
 # What the actor reads after an answer that names no action (none is sent
 # to the environment, in either format).
 NO_ACTION = "No action found in the answer; nothing happened."

@@ -53,12 +53,22 @@ class RolloutConfig:
     judge_max_new_tokens: int = 96
     """Tokens the actor may write when it judges a retrieved entry (Actor-Critic
     variant, experience.actor_critic; a refined entry is written in full)."""
+    conversation: bool = False
+    """Chat format: the episode is one growing conversation (every earlier
+    answer and observation kept, as the authors' released code does) and each
+    turn's prompt extends the last prompt and answer token for token, so the
+    episode can train as one sequence (train.sample_unit=episode). An episode
+    whose conversation outgrows max_prompt_tokens ends there, unfinished.
+    False: each turn's prompt is rendered afresh from the last `history` steps."""
 
     def __post_init__(self):
         if self.format not in prompts.FORMATS:
             raise ValueError(f"format={self.format!r}; valid: {prompts.FORMATS}")
         if self.max_turns < 1 or self.max_new_tokens < 1:
             raise ValueError("max_turns and max_new_tokens must be >= 1")
+        if self.conversation and self.format != "chat":
+            raise ValueError("rollout.conversation needs rollout.format=chat (a compact prompt "
+                             "is rendered afresh each turn)")
         prompts.listed_actions((), self.list_actions)  # validates the name
 
 
@@ -97,6 +107,7 @@ class Episode:
     judgement: "critic.Judgement | None" = None  # the actor's verdict on it (Actor-Critic variant)
     retrieval_s: float = 0.0  # this episode's share of the retrieval call's time
     judge_s: float = 0.0  # and of the judging call's
+    messages: list = dataclasses.field(default_factory=list)  # rollout.conversation: the chat so far
 
     @property
     def num_asks(self) -> int:
@@ -132,6 +143,30 @@ class Episode:
                                              np.asarray(turn.logprobs, np.float32)]),
                 advantage=float(adv)))
         return out
+
+
+    def trajectory_sample(self, turn_advantages: Sequence[float]) -> Sample | None:
+        """The whole episode as one training sequence (rollout.conversation):
+        the last turn's prompt and answer, in which every turn's answer is
+        trained (mask 1, its turn's advantage, its behaviour log-probs) and
+        everything the actor did not sample (prompts, observations, the chat
+        template's markers) is masked. None for an episode with no answer."""
+        if not self.turns:
+            return None
+        last = self.turns[-1]
+        tokens = list(last.prompt_ids) + list(last.action_ids)
+        n = len(tokens)
+        mask, adv, logprobs = np.zeros(n, np.int32), np.zeros(n, np.float32), np.zeros(n, np.float32)
+        for k, (turn, a) in enumerate(zip(self.turns, turn_advantages)):
+            start, end = len(turn.prompt_ids), len(turn.prompt_ids) + len(turn.action_ids)
+            if tokens[start:end] != list(turn.action_ids) or tokens[:start] != list(turn.prompt_ids):
+                raise ValueError(f"turn {k} is not a prefix of the episode's last prompt: "
+                                 "whole-episode samples need rollout.conversation=true")
+            mask[start:end], adv[start:end] = 1, a
+            logprobs[start:end] = np.asarray(turn.logprobs, np.float32)
+        if not mask.any():
+            return None
+        return Sample(tokens=tokens, loss_mask=mask.tolist(), old_logprobs=logprobs, advantage=adv)
 
 
 # (queries, task keys) -> one (text, entry id) or None per query
@@ -213,7 +248,16 @@ class RolloutEngine:
             if not live:
                 break
             views = [self._view(episodes[i], observations[i], infos[i]) for i in live]
-            prompt_ids = [self.prompt_ids(v) for v in views]
+            prompt_ids = [self._turn_prompt(episodes[i], v) for i, v in zip(live, views)]
+            if cfg.conversation:  # a conversation that outgrew the prompt ends here
+                fits = [j for j, p in enumerate(prompt_ids) if len(p) <= cfg.max_prompt_tokens]
+                for j in set(range(len(live))) - set(fits):
+                    episodes[live[j]].done = True
+                if progress is not None and len(fits) < len(live):
+                    progress(len(live) - len(fits))
+                live, views, prompt_ids = ([x[j] for j in fits] for x in (live, views, prompt_ids))
+                if not live:
+                    continue
             start = time.perf_counter()
             result = self.sampler.generate(prompt_ids, self.sampling, rng=int(rng.integers(2**31)),
                                            decode=self.tokenizer.decode)
@@ -302,6 +346,45 @@ class RolloutEngine:
             ep.judgement = critic.parse_judgement(text, cfg.format)
             ep.experience = ep.judgement.text_to_read(ep.retrieved)
             ep.judge_s = per_entry
+
+    def _turn_prompt(self, ep: Episode, view: prompts.TurnView) -> list[int]:
+        """The ids the actor continues this turn. With rollout.conversation:
+        the first turn's chat, then the last prompt + the last answer as
+        sampled + the template's continuation (end of the answer, the next
+        user message, the generation prompt), so every prompt extends the
+        last one token for token."""
+        if not self.config.conversation:
+            return self.prompt_ids(view)
+        if not ep.turns:
+            ep.messages = prompts.render_actor_chat_messages(view)
+            return self.tokenizer.encode(self.tokenizer.apply_chat_template(
+                ep.messages, add_generation_prompt=True))
+        last = ep.turns[-1]
+        follow = prompts.render_actor_chat_followup(last.observation, view.valid_actions)
+        ids = (list(last.prompt_ids) + list(last.action_ids)
+               + self._continuation_ids(ep.messages, follow, last.action_ids))
+        ep.messages = ep.messages + [{"role": "assistant", "content": last.text}, follow]
+        return ids
+
+    def _continuation_ids(self, messages: list, follow: dict, answer_ids: Sequence[int]) -> list[int]:
+        """Token ids of what the chat template puts between an assistant answer
+        and the next generation: found by rendering the chat with a
+        placeholder answer, so the answer is never re-tokenised."""
+        tok, mark = self.tokenizer, "\x00ANSWER\x00"
+        said = {"role": "assistant", "content": mark}
+        opened = tok.apply_chat_template(messages, add_generation_prompt=True)
+        closed = tok.apply_chat_template(messages + [said], add_generation_prompt=False)
+        nxt = tok.apply_chat_template(messages + [said, follow], add_generation_prompt=True)
+        at = closed.find(mark)
+        if at < 0 or closed[:at] != opened or not nxt.startswith(closed):
+            raise ValueError("rollout.conversation: this chat template does not extend a "
+                             "conversation by appending to it (it rewrites earlier turns), so "
+                             "the episode cannot be one token-exact sequence")
+        ids = tok.encode(closed[at + len(mark):] + nxt[len(closed):])
+        stops = set(self.sampling.stop_token_ids)
+        if answer_ids and ids and answer_ids[-1] in stops and ids[0] == answer_ids[-1]:
+            ids = ids[1:]  # the answer's sampled end-of-turn token is the template's own
+        return ids
 
     def _view(self, ep: Episode, obs: str, info: StepInfo) -> prompts.TurnView:
         hist = tuple((t.action or t.text.strip(), t.observation)

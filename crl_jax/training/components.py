@@ -215,10 +215,9 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
         plans = oracle_plans(rl_sources, 0, episode_cap(cfg), cfg.warm_start.seed)
         tracker = EntryTracker({(names[e], t): p for (e, t), p in plans.items()},
                                cfg.experience.trajectory_obs_chars)
-    return Run(cfg=cfg, out_dir=out_dir, train_sources=train_sources,
+    engine = RolloutEngine(sampler, tok, cfg.rollout, cfg.experience.bank.retrieval_key)
+    return Run(cfg=cfg, out_dir=out_dir, engine=engine, train_sources=train_sources,
                eval_sources=eval_sources, rl_sources=rl_sources, demos=demos, oracle=oracle,
-               tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor,
-               sampler=sampler, engine=RolloutEngine(sampler, tok, cfg.rollout,
-                                                             cfg.experience.bank.retrieval_key),
-               train_envs=train_envs, agent=agent, manager=manager, warm_start_losses=losses,
+               tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor, agent=agent,
+               sampler=sampler, train_envs=train_envs, manager=manager, warm_start_losses=losses,
                timings=timings, entry_tracker=tracker)

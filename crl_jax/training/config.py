@@ -259,6 +259,13 @@ class TrainSpec:
     # (verl's ppo_mini_batch_size; the paper's 1e-6 lr runs use 1).
     actor_mini_batches: int = 1
     actor_epochs: int = 1  # passes over the batch (each split into actor_mini_batches)
+    sample_unit: Literal["turn", "episode"] = "turn"
+    """What one actor training sequence is. turn: each turn's prompt and answer
+    (prompts rendered afresh, a window of recent steps). episode: the whole
+    episode as one sequence, every answer trained in the context it was
+    sampled in (the authors' released code; needs rollout.conversation, and
+    advantages.turn_weighting does not apply: the loss's aggregation weighs
+    the episodes)."""
     # RL draws its tasks from a fixed random subset of this many training tasks
     # per environment (0 = all of them). The warm start still sees the whole
     # pool. A small pool lets a short run revisit its tasks, as the paper's
@@ -310,6 +317,12 @@ class RunConfig:
             raise ValueError("advantages.negative_weight must be in [0, 1]")
         if self.advantages.invalid_action_penalty < 0:
             raise ValueError("advantages.invalid_action_penalty must be >= 0")
+        if self.train.sample_unit not in ("turn", "episode"):
+            raise ValueError(f"train.sample_unit={self.train.sample_unit!r}; valid: turn, episode")
+        if self.train.sample_unit == "episode" and not self.rollout.conversation:
+            raise ValueError("train.sample_unit=episode needs rollout.conversation=true (and "
+                             "rollout.format=chat): an episode trains as the one conversation "
+                             "it was sampled as")
         if self.train.actor_mini_batches < 1 or self.train.actor_epochs < 1:
             raise ValueError("train.actor_mini_batches and train.actor_epochs must be >= 1")
         if self.train.task_pool and self.train.task_pool < self.train.tasks_per_step:

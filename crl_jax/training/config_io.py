@@ -194,24 +194,34 @@ def _apply_words(cfg: ConfigT, words: Sequence[tuple[str, list[str]]]) -> Config
         prefix = f"--{key}"
         sections.setdefault(tuple(path), []).extend(
             f"--{name}{a[len(prefix):]}" if a.startswith(prefix) else a for a in args)
+    updated: dict[tuple[str, ...], Any] = {}  # each section's node, parsed (its own checks run)
     try:
         for path, args in sections.items():
-            nodes = [cfg]
-            for part in path:
-                nodes.append(getattr(nodes[-1], part))
-            new = parse_args(type(nodes[-1]), nodes[-1], args)
-            for part, parent in zip(reversed(path), reversed(nodes[:-1])):
-                new = dataclasses.replace(parent, **{part: new})
-            cfg = new
+            node = functools.reduce(getattr, path, cfg)
+            updated[path] = parse_args(type(node), node, args)
     except ConfigError as err:  # name the keys as the command line does: --section.key
-        fields = {f.name for f in dataclasses.fields(type(nodes[-1]))}
+        fields = {f.name for f in dataclasses.fields(type(node))}
         prefix = "".join(f"{p}." for p in path)
         text = re.sub(r"--([a-z_0-9]+)", lambda m: f"--{prefix}{m.group(1)}"
                       if m.group(1) in fields else m.group(0), str(err))
         raise ConfigError(text) from None
-    except (TypeError, ValueError) as err:  # a level's own checks (__post_init__)
+    except (TypeError, ValueError) as err:  # a section's own checks (__post_init__)
         raise ConfigError(str(err)) from None
-    return cfg
+
+    def rebuild(node, path: tuple[str, ...]):
+        # Every section in at once, so checks across sections (RunConfig's)
+        # see all the overrides whatever their order on the command line.
+        node = updated.get(path, node)
+        changes = {f.name: rebuild(getattr(node, f.name), (*path, f.name))
+                   for f in dataclasses.fields(node)
+                   if dataclasses.is_dataclass(getattr(node, f.name))
+                   and any(p[:len(path) + 1] == (*path, f.name) for p in updated)}
+        return dataclasses.replace(node, **changes) if changes else node
+
+    try:
+        return rebuild(cfg, ())
+    except (TypeError, ValueError) as err:  # checks across sections
+        raise ConfigError(str(err)) from None
 
 
 @functools.lru_cache(maxsize=4096)

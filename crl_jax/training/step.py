@@ -106,10 +106,23 @@ def retriever(run: Run, env_name: str, tasks, guided, record: bool = True):
     return lambda q, k: retrieve(run, q, k, record)
 
 
+def actor_samples(episodes: Sequence[Episode], cfg) -> list:
+    """The actor's training sequences (train.sample_unit): one per turn, or
+    one per episode with each answer's turn advantage on its tokens."""
+    if cfg.train.sample_unit == "episode":
+        spec = dataclasses.replace(cfg.advantages, turn_weighting="turn")
+        whole = [ep.trajectory_sample(a) for ep, a in zip(episodes, turn_advantages(episodes, spec))]
+        return [s for s in whole if s is not None]
+    return [s for ep, a in zip(episodes, turn_advantages(episodes, cfg.advantages))
+            for s in ep.samples(a)]
+
+
 def actor_updates(run: Run, state: RunState, samples) -> dict:
     """actor_epochs passes of actor_mini_batches optimiser steps over the
     batch; metrics are averaged over the steps (updates: how many ran)."""
     t = run.cfg.train
+    if not samples:  # e.g. every conversation outgrew the prompt before its first answer
+        return {"updates": 0}
     sums, n = {}, 0
     for _ in range(t.actor_epochs):
         order = (state.rng.permutation(len(samples)) if t.actor_mini_batches > 1
@@ -180,8 +193,7 @@ def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
         run.entry_tracker.remember(episodes)
     with run.timings.time("actor_update"):
         if cfg.experience.mode != "exp_only":
-            turn_adv = turn_advantages(episodes, cfg.advantages)
-            samples = [s for ep, a in zip(episodes, turn_adv) for s in ep.samples(a)]
+            samples = actor_samples(episodes, cfg)
             metrics.update({f"actor/{k}": v for k, v in actor_updates(run, state, samples).items()})
             metrics.update(_self_distillation(run, episodes))
             run.sampler.update_params(run.actor.model)

@@ -40,8 +40,12 @@ def checkpoints(tmp_path_factory):
     return paths
 
 
-@pytest.mark.parametrize("preset", ["alfworld", "multitask3", "swe"])
-def test_paper_preset_runs_a_step_on_tiny_checkpoints(preset, checkpoints, tmp_path):
+@pytest.mark.parametrize("preset,extra", [
+    ("alfworld", []), ("multitask3", []), ("swe", []),
+    # whole-episode samples: one growing conversation per episode, trained as one sequence
+    ("alfworld", ["rollout.conversation=true", "train.sample_unit=episode",
+                  "rollout.max_prompt_tokens=1024"])])
+def test_paper_preset_runs_a_step_on_tiny_checkpoints(preset, extra, checkpoints, tmp_path):
     splits = [] if preset == "swe" else ["env.train_split=generated", "env.eval_split=generated_eval"]
     cfg = apply_overrides(load_preset(preset), splits + [
         f"actor.checkpoint={checkpoints['actor']}", f"extractor.checkpoint={checkpoints['extractor']}",
@@ -49,11 +53,12 @@ def test_paper_preset_runs_a_step_on_tiny_checkpoints(preset, checkpoints, tmp_p
         "train.steps=1", "train.tasks_per_step=1", "train.group_size=2", "train.eval_every=1",
         "train.checkpoint_every=1", "rollout.max_turns=2", "rollout.max_new_tokens=16",
         "rollout.max_prompt_tokens=512", "experience.extractor_max_new_tokens=16",
-        f"train.out_dir={tmp_path}"])
+        f"train.out_dir={tmp_path}", *extra])
     assert cfg.rollout.format == "chat" and cfg.actor.dtype == "bfloat16"
     run_training(cfg, str(tmp_path))
     last = read_metrics(str(tmp_path / "metrics.jsonl"))[-1]
     assert last["step"] == 1 and last["train/episodes"] == 2 * len(cfg.env.names)
+    assert last["actor/updates"] >= 1 and last["actor/num_tokens"] > 0
     assert os.path.isdir(tmp_path / "checkpoints" / "1")
 
 
