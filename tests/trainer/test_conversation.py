@@ -125,6 +125,11 @@ def test_settings_that_cannot_work_are_refused():
     cfg = load_preset("alfworld_cpu")
     with pytest.raises(ValueError, match="rollout.conversation"):
         apply_overrides(cfg, ["train.sample_unit=episode"])
+    # Checks across sections see every override, in either order.
+    both = ["train.sample_unit=episode", "rollout.conversation=true"]
+    for order in (both, both[::-1]):
+        got = apply_overrides(load_preset("alfworld"), order)
+        assert (got.train.sample_unit, got.rollout.conversation) == ("episode", True)
 
 
 def test_the_step_builds_one_sample_per_episode(chat_tok):
