@@ -102,12 +102,19 @@ class ExtractorTrainingBuffer:
         return self.ready_count() >= self.batch_size
 
     def draw(self, step: int) -> list[TrainingItem] | None:
-        """A batch of `batch_size` rewarded samples, least-trained first; None if not enough yet."""
+        """A batch of `batch_size` rewarded samples out of their Eq. 7
+        cooldown, least-trained first; None if there are not enough. A sample
+        in its cooldown would weigh 0: an optimiser step on it would still
+        move the weights (Adam's momentum, weight decay) on no signal, so
+        several updates a step use each sample at most once."""
         with self._lock:
-            rewarded = [s for s in self._samples.values() if s.outcomes]
-            if len(rewarded) < self.batch_size:
+            def ready(s) -> bool:
+                last = s.last_trained_step
+                return bool(s.outcomes) and (last is None or last < 0 or step - last >= self.cooldown_delta)
+            eligible = [s for s in self._samples.values() if ready(s)]
+            if len(eligible) < self.batch_size:
                 return None
-            chosen = sorted(rewarded, key=lambda s: s.train_count)[:self.batch_size]  # stable: oldest first
+            chosen = sorted(eligible, key=lambda s: s.train_count)[:self.batch_size]  # stable: oldest first
             weights = count_aware_weight([s.train_count for s in chosen], [s.last_trained_step for s in chosen],
                                          step, self.cooldown_delta, self.alpha)
             items = [TrainingItem(s.key, s.prompt, s.response, s.reward, float(w), s.train_count, s.entry_ids)

@@ -56,6 +56,9 @@ def test_training_buffer_rewards_and_weights_at_draw_time():
     assert [(i.key, i.reward, i.weight) for i in first] == [("s1", 0.0, 1.0), ("s2", 1.0, 1.0)]
     second = buffer.draw(6)  # c_train = 1, t - t_last = 1 >= delta
     np.testing.assert_allclose([i.weight for i in second], [2 ** -0.5] * 2)
-    third = buffer.draw(6)  # trained at step 6 already: cooldown
-    assert [i.weight for i in third] == [0.0, 0.0]
-    assert [i.train_count for i in third] == [2, 2]
+    assert buffer.draw(6) is None  # both trained at step 6 already: cooling down, weight 0
+    assert buffer.credit("s3", False)
+    assert buffer.draw(6) is None  # s3 is ready, but a batch needs 2 out of cooldown
+    third = buffer.draw(7)  # s3 never trained first, then the oldest of the twice-trained
+    assert [(i.key, i.train_count) for i in third] == [("s3", 0), ("s1", 2)]
+    np.testing.assert_allclose([i.weight for i in third], [1.0, 3 ** -0.5])
