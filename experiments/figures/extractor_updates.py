@@ -7,8 +7,11 @@ With the preset's one update a step on batches of 32, the extractor makes
 sample is rewarded once an entry it wrote guided an episode), so the first
 batch of 32 is ready around step 14. Smaller batches are ready earlier, and
 several a step use every rewarded sample once (Eq. 7 gives a sample drawn
-again in the same step weight 0). The arms: the preset; up to 8 updates a
-step on batches of 8 at the preset's lr (1e-4) and at 3e-4. The table gives
+again in the same step weight 0, so a batch takes only samples out of
+their cooldown). The arms: the preset; up to 8 updates a step on batches of
+8 at the preset's lr (1e-4) and at 3e-4; and without Eq. 7's cooldown
+(delta = 0: a sample may serve several updates of a step, its weight
+(1 + c)^-0.5 falling with each). The table gives
 each run's updates, their mean Eq. 7 weight, the share of malformed
 answers, the extractor's pool step F1 at the first and last evaluation
 (crl_jax/training/entry_tracking.py), training success and wall time.
@@ -35,7 +38,8 @@ SEED = 2
 SMALL = ("experience.extractor_updates_per_step=8", "experience.bank.train_batch_size=8")
 ARMS = ((COMP + " (1 update a step, batch 32)", ()),
         ("up to 8 updates a step, batch 8", SMALL),
-        ("up to 8 updates a step, batch 8, lr 3e-4", (*SMALL, "extractor_optim.lr=0.0003")))
+        ("up to 8 updates a step, batch 8, lr 3e-4", (*SMALL, "extractor_optim.lr=0.0003")),
+        ("up to 8 updates a step, batch 8, no cooldown", (*SMALL, "experience.bank.cooldown_delta=0")))
 
 
 def arms(budget: str):
