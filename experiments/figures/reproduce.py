@@ -39,7 +39,8 @@ from experiments.figures.results_doc import write_results  # noqa: E402
 from experiments.figures.sweep import run_arms  # noqa: E402
 
 SCRIPTS = ("oracle_ladder", "fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask",
-           "fig9", "fig5_ablations", "sdae", "retrieval", "actor_critic", "extractor_updates")
+           "fig9", "fig5_ablations", "sdae", "retrieval", "actor_critic", "extractor_updates",
+           "reward_baseline")
 ALIASES = {"ladder": "oracle_ladder", "fig3": "fig3_pilot", "fig6": "fig6_success",
            "fig7": "fig7_actions", "table1": "table1_multitask", "fig5": "fig5_ablations"}
 

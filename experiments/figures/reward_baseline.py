@@ -1,0 +1,46 @@
+"""What credits an entry (issue: the extractor learns), not a figure of the
+paper: r(m) as the paper defines it (Eq. 3, the mean +1/-1 outcome of the
+episodes the entry guided) against r(m) less the mean outcome of the free
+episodes of the same task in the same step (experience.reward_baseline=free:
+whether the entry helped, not whether the game was easy), on alfworld_cpu,
+3 seeds, same warm start.
+
+    python experiments/figures/reproduce.py --budget=full --only=reward_baseline
+
+Full budget only (the quick budget's hour has no room for its runs).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from experiments.figures.ablation import FINALS, Variant, variant_arms, variant_figure  # noqa: E402
+from experiments.figures.fig6_success import COMP  # noqa: E402
+from experiments.figures.script import figure_main  # noqa: E402
+
+PRESET = "alfworld_cpu"
+FREE = "Comp. RL, r(m) less the free episodes' mean"
+VARIANTS = (Variant(COMP), Variant(FREE, extra=("experience.reward_baseline=free",)))
+REWARD_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
+                 ("train/success_free", 5, "free success"),
+                 ("extractor/reward_mean", 5, "extractor reward"),
+                 ("extractor/pool_step_f1", 1, "extractor pool F1 (last eval)"))
+
+
+def arms(budget: str):
+    # Full budget only: the quick budget's hour has no room for more runs.
+    return [] if budget == "quick" else variant_arms(PRESET, budget, VARIANTS)
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    if budget == "quick":
+        return []
+    return [variant_figure("reward_baseline", "What credits an entry: r(m) with and without the "
+                           "free episodes' baseline", PRESET, budget, root, out_dir, VARIANTS, COMP,
+                           finals=REWARD_FINALS)]
+
+
+if __name__ == "__main__":
+    figure_main(sys.modules[__name__])
