@@ -25,8 +25,7 @@ FREE = "Comp. RL, r(m) less the free episodes' mean"
 VARIANTS = (Variant(COMP), Variant(FREE, extra=("experience.reward_baseline=free",)))
 REWARD_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
                  ("train/success_free", 5, "free success"),
-                 ("extractor/reward_mean", 5, "extractor reward"),
-                 ("extractor/pool_step_f1", 1, "extractor pool F1 (last eval)"))
+                 ("extractor/reward_mean", 5, "extractor reward"))
 
 
 def arms(budget: str):
