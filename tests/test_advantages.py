@@ -175,10 +175,14 @@ def test_extractor_advantages_from_training_buffer_items():
     got = extractor_advantages([it.reward for it in items], [it.weight for it in items])
     mean = -0.5 / 3
     np.testing.assert_allclose(got, [rewards[it.key] - mean for it in items], atol=1e-12)
-    # drawn again at the same step: t - t_last = 0 < delta = 1, cooldown -> w = 0
-    again = buf.draw(step=1)
-    assert np.array_equal(extractor_advantages([it.reward for it in again], [it.weight for it in again]),
-                          np.zeros(3))
+    # At the same step every sample cools down (t - t_last = 0 < delta = 1,
+    # w = 0): no batch is drawn. The zero weights themselves zero the advantages.
+    assert buf.draw(step=1) is None
+    assert np.array_equal(extractor_advantages([it.reward for it in items], [0.0] * 3), np.zeros(3))
+    # The next step they are out of cooldown: w = (1 + 1)^-0.5, advantages scaled by it.
+    again = buf.draw(step=2)
+    np.testing.assert_allclose(extractor_advantages([it.reward for it in again], [it.weight for it in again]),
+                               np.asarray(got) * 2 ** -0.5, atol=1e-12)
 
 
 def test_empty_batch():
