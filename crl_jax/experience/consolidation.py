@@ -15,7 +15,7 @@ import numpy as np
 from crl_jax.experience.embedders import embed_checked
 from crl_jax.experience.entries import AddEntry, DeleteEntry, Entry, UpdateEntry
 from crl_jax.experience.operations import (AddOperation, UpdateOperation, index_text, parse_operations,
-                                             parse_rewrite, structured_text)
+                                             parse_rewrite, query_text, structured_text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,8 +115,7 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
         manager.training_buffer.credit(key, record.success, record.outcome_baseline)
     shown = [guiding] if guiding is not None else []
     if config.consolidation_context and len(snapshot):
-        query = record.goal if config.retrieval_key == "title" else f"goal: {record.goal}"
-        related = manager.search(query, record.task_key, k=config.consolidation_context,
+        related = manager.search(query_text(record.goal, config.retrieval_key), record.task_key, k=config.consolidation_context,
                                  record=False).result(timeout=config.thread_timeout_s)
         shown += [r.entry for r in related if guiding is None or r.entry.id != guiding.id]
     shown = shown[:1 + config.consolidation_context]

@@ -102,6 +102,15 @@ def index_text(text: str, retrieval_key: str) -> str:
     return entry_title(text) if retrieval_key == "title" else text
 
 
+def query_text(goal: str, retrieval_key: str, observation: str | None = None) -> str:
+    """The text a search for ``goal``'s entries embeds: the goal alone when
+    entries are found by their title, else "goal: g" (and ", observation: o",
+    the paper's query at episode start, when there is an observation)."""
+    if retrieval_key == "title":
+        return goal.strip()
+    return f"goal: {goal}" + (f", observation: {observation}" if observation is not None else "")
+
+
 def _find_json(text: str):
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()

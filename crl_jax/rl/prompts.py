@@ -18,6 +18,8 @@ import dataclasses
 import re
 from typing import Sequence
 
+from crl_jax.experience.operations import query_text
+
 FORMATS = ("compact", "chat")
 
 ACTOR_SYSTEM = (
@@ -232,4 +234,4 @@ def retrieval_query(goal: str, observation: str, retrieval_key: str = "text") ->
     """The retrieval query at episode start: the paper's "goal: g,
     observation: o", or the goal alone when entries are found by their title
     (ExperienceConfig.retrieval_key="title")."""
-    return goal.strip() if retrieval_key == "title" else f"goal: {goal}, observation: {observation}"
+    return query_text(goal, retrieval_key, observation)

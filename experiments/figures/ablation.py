@@ -74,3 +74,18 @@ def variant_figure(name: str, title: str, preset: str, budget: str, root: str, o
              "columns": ["variant", "seeds", *(c for _, _, c in finals), f"/ {reference}", "paper"],
              "rows": rows}
     return report(name, title, out_dir, [table], notes, ratios, arms, root)
+
+
+def full_budget_variant_script(name: str, title: str, preset: str, variants: Sequence[Variant],
+                               reference: str, finals=FINALS):
+    """The (arms, make) pair of a variant figure run on the full budget only
+    (the quick budget's hour has no room for its runs): nothing in quick."""
+    def arms(budget: str) -> list[common.Arm]:
+        return [] if budget == "quick" else variant_arms(preset, budget, variants)
+
+    def make(root: str, budget: str, out_dir: str) -> list[dict]:
+        if budget == "quick":
+            return []
+        return [variant_figure(name, title, preset, budget, root, out_dir, variants, reference,
+                               finals=finals)]
+    return arms, make

@@ -24,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import FINALS, Variant, variant_arms, variant_figure  # noqa: E402
+from experiments.figures.ablation import FINALS, Variant, full_budget_variant_script  # noqa: E402
 from experiments.figures.fig6_success import BASE, COMP  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
@@ -45,16 +45,9 @@ CRITIC_FINALS = (*FINALS, ("train/entry_goal", 5, "entries for the own goal"),
                  ("train/retrieval_s_per_query", 5, "retrieval s / query"))
 
 
-def arms(budget: str):
-    # Full budget only: the quick budget's hour has no room for more runs.
-    return [] if budget == "quick" else variant_arms(PRESET, budget, VARIANTS)
-
-
-def make(root: str, budget: str, out_dir: str) -> list[dict]:
-    if budget == "quick":
-        return []
-    return [variant_figure("actor_critic", "Actor-Critic variant (App. B) at CPU scale", PRESET,
-                           budget, root, out_dir, VARIANTS, NULL, finals=CRITIC_FINALS)]
+arms, make = full_budget_variant_script(
+    "actor_critic", "Actor-Critic variant (App. B) at CPU scale", PRESET, VARIANTS, NULL,
+    CRITIC_FINALS)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from experiments.figures import aggregate, common, plots, settings  # noqa: E402
 from experiments.figures.fig6_success import COMP  # noqa: E402
+from experiments.figures.run_stats import run_summary  # noqa: E402
 from experiments.figures.script import figure_main, fmt, report  # noqa: E402
+from crl_jax.training.run_summary import series  # noqa: E402
 
 PRESET = "alfworld_cpu"
 SEED = 2
@@ -48,33 +50,27 @@ def arms(budget: str):
     return [settings.make_arm(label, PRESET, budget, extra, SEED) for label, extra in ARMS]
 
 
-def _values(rows, key: str) -> list[float]:
-    return [float(r[key]) for r in sorted(rows, key=lambda r: r["step"]) if key in r]
-
-
 def sweep_row(rows) -> dict:
-    """One run's extractor training: updates over the run, their mean Eq. 7
-    weight, malformed answers, pool step F1 at the first and last evaluation."""
-    updates = _values(rows, "extractor/updates")
-    weights = _values(rows, "extractor/weight_mean")
-    last = max(rows, key=lambda r: r["step"])
-    calls = last.get("manager/extractor_calls", 0)
-    f1 = _values(rows, "extractor/pool_step_f1")
-    train = _values(rows, "train/success")
-    return {"updates": int(sum(updates)),
+    """One run's extractor training: run_stats' updates, malformed share and
+    late training success, plus the updates' mean Eq. 7 weight, the pool
+    step F1 at the first and last evaluation, and the seconds spent in
+    extractor updates with their share of the run's wall time (a share,
+    since runs beside each other slow each other down)."""
+    summary = run_summary(rows)
+    updates, weights = series(rows, "extractor/updates"), series(rows, "extractor/weight_mean")
+    f1 = series(rows, "extractor/pool_step_f1")
+    clock = series(rows, "time")
+    update_s = sum(series(rows, "time/extractor_update"))
+    return {"updates": summary["ext updates"],
             "weight": (float(np.dot(updates, weights) / sum(updates))
                        if updates and len(weights) == len(updates) else float("nan")),
             "first update": min((r["step"] for r in rows if r.get("extractor/updates")),
                                 default=float("nan")),
-            "malformed": last.get("manager/calls_malformed", 0) / calls if calls else float("nan"),
+            "malformed": summary["malformed"],
             "f1 first": f1[0] if f1 else float("nan"), "f1 last": f1[-1] if f1 else float("nan"),
-            "train last 5": float(np.mean(train[-5:])) if train else float("nan"),
-            # seconds in extractor updates, and their share of the run's wall
-            # time (a share, since runs beside each other slow each other down)
-            "update s": float(sum(_values(rows, "time/extractor_update"))),
-            "update share": (float(sum(_values(rows, "time/extractor_update")))
-                             / max(1e-9, float(last.get("time", 0)) - float(min(
-                                 r["time"] for r in rows if "time" in r))))}
+            "train last 5": summary["train last 5"],
+            "update s": update_s,
+            "update share": update_s / max(1e-9, clock[-1] - clock[0]) if clock else float("nan")}
 
 
 def make(root: str, budget: str, out_dir: str) -> list[dict]:

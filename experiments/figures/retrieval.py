@@ -27,7 +27,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import FINALS, Variant, variant_arms, variant_figure  # noqa: E402
+from experiments.figures.ablation import FINALS, Variant, full_budget_variant_script  # noqa: E402
 from experiments.figures.fig6_success import BASE, COMP as OURS  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
@@ -45,16 +45,9 @@ ENTRY_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
                 ("train/entry_step_f1", 5, "entry step F1"))
 
 
-def arms(budget: str):
-    # Full budget only: the quick budget's hour has no room for another run.
-    return [] if budget == "quick" else variant_arms(PRESET, budget, VARIANTS)
-
-
-def make(root: str, budget: str, out_dir: str) -> list[dict]:
-    if budget == "quick":
-        return []
-    return [variant_figure("retrieval", "Retrieval at CPU scale: Eq. 6's count penalty, entries found by title", PRESET,
-                           budget, root, out_dir, VARIANTS, OURS, finals=ENTRY_FINALS)]
+arms, make = full_budget_variant_script(
+    "retrieval", "Retrieval at CPU scale: Eq. 6's count penalty, entries found by title", PRESET,
+    VARIANTS, OURS, ENTRY_FINALS)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import FINALS, Variant, variant_arms, variant_figure  # noqa: E402
+from experiments.figures.ablation import FINALS, Variant, full_budget_variant_script  # noqa: E402
 from experiments.figures.fig6_success import COMP  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
@@ -28,17 +28,9 @@ REWARD_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
                  ("extractor/reward_mean", 5, "extractor reward"))
 
 
-def arms(budget: str):
-    # Full budget only: the quick budget's hour has no room for more runs.
-    return [] if budget == "quick" else variant_arms(PRESET, budget, VARIANTS)
-
-
-def make(root: str, budget: str, out_dir: str) -> list[dict]:
-    if budget == "quick":
-        return []
-    return [variant_figure("reward_baseline", "What credits an entry: r(m) with and without the "
-                           "free episodes' baseline", PRESET, budget, root, out_dir, VARIANTS, COMP,
-                           finals=REWARD_FINALS)]
+arms, make = full_budget_variant_script(
+    "reward_baseline", "What credits an entry: r(m) with and without the free episodes' baseline",
+    PRESET, VARIANTS, COMP, REWARD_FINALS)
 
 
 if __name__ == "__main__":
