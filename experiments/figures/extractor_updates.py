@@ -11,7 +11,9 @@ again in the same step weight 0, so a batch takes only samples out of
 their cooldown). The arms: the preset; up to 8 updates a step on batches of
 8 at the preset's lr (1e-4) and at 3e-4; and without Eq. 7's cooldown
 (delta = 0: a sample may serve several updates of a step, its weight
-(1 + c)^-0.5 falling with each). The table gives
+(1 + c)^-0.5 falling with each); and the 8 updates with r(m) less the mean
+outcome of the same task's free episodes (experience.reward_baseline=free:
+credit for helping, not for an easy game). The table gives
 each run's updates, their mean Eq. 7 weight, the share of malformed
 answers, the extractor's pool step F1 at the first and last evaluation
 (crl_jax/training/entry_tracking.py), training success and wall time.
@@ -41,7 +43,9 @@ SMALL = ("experience.extractor_updates_per_step=8", "experience.bank.train_batch
 ARMS = ((COMP + " (1 update a step, batch 32)", ()),
         ("up to 8 updates a step, batch 8", SMALL),
         ("up to 8 updates a step, batch 8, lr 3e-4", (*SMALL, "extractor_optim.lr=0.0003")),
-        ("up to 8 updates a step, batch 8, no cooldown", (*SMALL, "experience.bank.cooldown_delta=0")))
+        ("up to 8 updates a step, batch 8, no cooldown", (*SMALL, "experience.bank.cooldown_delta=0")),
+        ("up to 8 updates a step, batch 8, r(m) less the free episodes' mean",
+         (*SMALL, "experience.reward_baseline=free")))
 
 
 def arms(budget: str):
