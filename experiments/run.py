@@ -83,7 +83,10 @@ class Command:
 
 
 def _description() -> str:
-    presets = "\n".join(f"  {name:<18} {config_io.preset_summary(name)}"
+    def profiles(name: str) -> str:
+        names = config_io.preset_profiles(name)
+        return f" Profiles: {', '.join(names)} (--config={name}:{names[-1]})." if names else ""
+    presets = "\n".join(f"  {name:<18} {config_io.preset_summary(name)}{profiles(name)}"
                         for name in config_io.list_presets())
     return (f"{__doc__.strip()}\n\nPresets (--config=NAME, default {DEFAULT_PRESET}):\n{presets}\n\n"
             "A run writes config.json, metrics.jsonl, TensorBoard events, log.txt and "

@@ -26,15 +26,17 @@ from models.sampling_ops import SamplingConfig, strip_stop_tokens
 class ExtractorAgent:
     def __init__(self, learner: Learner, tokenizer, fmt: str = "compact", max_new_tokens: int = 96,
                  temperature: float = 1.0, seed: int = 0, cache_size: int = 4096,
-                 frozen: bool = False):
+                 frozen: bool = False, top_p: float = 1.0, max_prompt_tokens: int = 1024):
         self.learner, self.tokenizer, self.fmt = learner, tokenizer, fmt
+        self.max_prompt_tokens = max_prompt_tokens
         self.frozen = frozen  # offline / static-online baselines: never trained
         self.sampler = Sampler(learner.model, pad_id=tokenizer.pad_id)
         stops = tuple(sorted(set(getattr(tokenizer, "eos_ids", ()) or ()) | {tokenizer.eos_id}))
-        self.sampling = SamplingConfig(temperature=temperature, max_new_tokens=max_new_tokens,
+        self.sampling = SamplingConfig(temperature=temperature, top_p=top_p,
+                                       max_new_tokens=max_new_tokens,
                                        stop_token_ids=stops, check_every=max_new_tokens)
         # A merge answer restates several entries: give it room.
-        self.merge_sampling = SamplingConfig(temperature=temperature,
+        self.merge_sampling = SamplingConfig(temperature=temperature, top_p=top_p,
                                              max_new_tokens=4 * max_new_tokens,
                                              stop_token_ids=stops, check_every=max_new_tokens)
         self._ids: collections.OrderedDict = collections.OrderedDict()
@@ -52,7 +54,7 @@ class ExtractorAgent:
             text = prompts.render_extractor_compact(view)
         else:
             text = self.tokenizer.apply_chat_template(prompts.render_extractor_chat_messages(view))
-        return text, self.tokenizer.encode(text)[-1024:]
+        return text, self.tokenizer.encode(text)[-self.max_prompt_tokens:]
 
     def __call__(self, request: ExtractionRequest) -> ExtractorReply:
         text, ids = self._render(request)

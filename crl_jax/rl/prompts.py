@@ -19,8 +19,12 @@ import re
 from typing import Sequence
 
 from crl_jax.experience.operations import query_text
+from crl_jax.rl import released_prompts
 
 FORMATS = ("compact", "chat")
+# The chat format's wording: this project's (generic) or the authors'
+# released code's (crl_jax/rl/released_prompts.py).
+PROMPT_STYLES = ("generic", "released")
 
 ACTOR_SYSTEM = (
     "You are an agent acting in a text environment. Each turn you see your task, "
@@ -116,6 +120,47 @@ def render_actor_chat_followup(observation: str, valid_actions: Sequence[str] = 
     if valid_actions:
         parts.append("Valid actions: " + ", ".join(valid_actions))
     return {"role": "user", "content": "\n\n".join(parts)}
+
+
+def first_chat_messages(view: TurnView, style: str, env_name: str, max_asks: int) -> list[dict]:
+    """The chat of an episode's first turn in ``style``; ``max_asks`` > 0
+    when the search-and-ask tool is offered (the released style then
+    explains it in the first user message)."""
+    if style == "released":
+        return [{"role": "system",
+                 "content": released_prompts.system_prompt(env_name, view.experience)},
+                {"role": "user", "content": released_prompts.first_user_message(
+                    view.observation, view.goal, max_asks, view.valid_actions)}]
+    return render_actor_chat_messages(view)
+
+
+def followup_chat_message(observation: str, valid_actions: Sequence[str], style: str) -> dict:
+    """The user message after an answer (rollout.conversation)."""
+    if style == "released":
+        return {"role": "user",
+                "content": released_prompts.observation_message(observation, valid_actions)}
+    return render_actor_chat_followup(observation, valid_actions)
+
+
+def ask_observation(advice: str | None, style: str, asks_left: int) -> str:
+    """What a search-and-ask call returns to the actor."""
+    if style == "released":
+        return released_prompts.ask_reply(advice, asks_left)
+    return f"advice: {advice}" if advice else "advice: nothing found"
+
+
+def answer_stop_strings(fmt: str, style: str) -> tuple[str, ...]:
+    """Where sampling of an actor's answer stops (besides end-of-sequence)."""
+    if fmt == "compact":
+        return ()
+    return released_prompts.ANSWER_STOPS if style == "released" else ("</action>",)
+
+
+def parse_turn(text: str, fmt: str, style: str, env_name: str) -> tuple[str | None, str | None]:
+    """(search-and-ask query, action) of an answer, either None."""
+    if style == "released":
+        return released_prompts.parse_ask(text), released_prompts.parse_answer(text, env_name)
+    return parse_ask(text, fmt), parse_action(text, fmt)
 
 
 # What the actor reads after an answer that names no action (none is sent

@@ -20,7 +20,7 @@ import numpy as np
 
 from crl_jax.rl import critic, prompts
 from crl_jax.envs.base import StepInfo
-from crl_jax.rl.batch import Sample
+from crl_jax.rl.episode import Episode, Turn  # noqa: F401  (re-exported)
 from models.sampler import Sampler
 from models.sampling_ops import SamplingConfig, strip_stop_tokens
 
@@ -41,6 +41,12 @@ class RolloutConfig:
     """Sample among the k likeliest tokens (0 = off)."""
     format: str = "compact"
     """Prompt format: compact (tiny models: goal, observation, short history) or chat."""
+    prompt_style: str = "generic"
+    """Chat format wording: generic (this project's prompt: valid actions listed,
+    <action> tags) or released (the authors' released code: the environment's
+    action templates in the system message, <think>/<answer>, experience in the
+    system message, no valid-action list; crl_jax/rl/released_prompts.py).
+    released needs conversation=true."""
     # compact format: which valid actions the prompt lists (none | all | non_navigation)
     list_actions: str = "none"
     obs_chars: int = 240  # compact format: the current observation is cut to this length
@@ -69,104 +75,12 @@ class RolloutConfig:
         if self.conversation and self.format != "chat":
             raise ValueError("rollout.conversation needs rollout.format=chat (a compact prompt "
                              "is rendered afresh each turn)")
+        if self.prompt_style not in prompts.PROMPT_STYLES:
+            raise ValueError(f"prompt_style={self.prompt_style!r}; valid: {prompts.PROMPT_STYLES}")
+        if self.prompt_style == "released" and not self.conversation:
+            raise ValueError("rollout.prompt_style=released needs rollout.conversation=true (the "
+                             "released prompt keeps every earlier turn in the conversation)")
         prompts.listed_actions((), self.list_actions)  # validates the name
-
-
-@dataclasses.dataclass
-class Turn:
-    prompt_ids: list[int]
-    action_ids: list[int]
-    logprobs: np.ndarray
-    text: str
-    action: str | None
-    observation: str
-    reward: float
-    events: tuple[str, ...]
-    invalid: bool
-    view: "prompts.TurnView | None" = None  # what the actor saw (for self-distillation)
-    asked: str | None = None  # search-and-ask query of this turn (no environment step)
-
-
-@dataclasses.dataclass
-class Episode:
-    task: str | int
-    task_key: str
-    goal: str
-    guided: bool
-    experience: str | None = None
-    experience_id: int | None = None
-    first_observation: str = ""
-    turns: list[Turn] = dataclasses.field(default_factory=list)
-    won: bool = False
-    done: bool = False
-    subtasks: tuple[str, ...] = ()
-    env_name: str = ""
-    ask_keys: list = dataclasses.field(default_factory=list)  # extractor samples of the asks
-    format_failed: bool = False  # ended by an answer without an action (end_on_format_failure)
-    retrieved: str | None = None  # the entry retrieval found (``experience``: what the actor reads)
-    judgement: "critic.Judgement | None" = None  # the actor's verdict on it (Actor-Critic variant)
-    retrieval_s: float = 0.0  # this episode's share of the retrieval call's time
-    judge_s: float = 0.0  # and of the judging call's
-    messages: list = dataclasses.field(default_factory=list)  # rollout.conversation: the chat so far
-
-    @property
-    def num_asks(self) -> int:
-        return sum(t.asked is not None for t in self.turns)
-
-    @property
-    def reward(self) -> float:
-        return float(sum(t.reward for t in self.turns))
-
-    @property
-    def num_actions(self) -> int:
-        return sum(t.asked is None for t in self.turns)
-
-    @property
-    def generated_tokens(self) -> int:
-        return sum(len(t.action_ids) for t in self.turns)
-
-    def trajectory_text(self, obs_chars: int = 40) -> str:
-        return prompts.trajectory_text([t.action or t.text.strip() for t in self.turns],
-                                       [t.observation for t in self.turns], obs_chars)
-
-    def samples(self, turn_advantages: Sequence[float]) -> list[Sample]:
-        """One training sequence per turn: prompt (mask 0) + sampled ids (mask 1)."""
-        out = []
-        for turn, adv in zip(self.turns, turn_advantages):
-            if not turn.action_ids:
-                continue
-            n_p, n_a = len(turn.prompt_ids), len(turn.action_ids)
-            out.append(Sample(
-                tokens=turn.prompt_ids + turn.action_ids,
-                loss_mask=[0] * n_p + [1] * n_a,
-                old_logprobs=np.concatenate([np.zeros(n_p, np.float32),
-                                             np.asarray(turn.logprobs, np.float32)]),
-                advantage=float(adv)))
-        return out
-
-
-    def trajectory_sample(self, turn_advantages: Sequence[float]) -> Sample | None:
-        """The whole episode as one training sequence (rollout.conversation):
-        the last turn's prompt and answer, in which every turn's answer is
-        trained (mask 1, its turn's advantage, its behaviour log-probs) and
-        everything the actor did not sample (prompts, observations, the chat
-        template's markers) is masked. None for an episode with no answer."""
-        if not self.turns:
-            return None
-        last = self.turns[-1]
-        tokens = list(last.prompt_ids) + list(last.action_ids)
-        n = len(tokens)
-        mask, adv, logprobs = np.zeros(n, np.int32), np.zeros(n, np.float32), np.zeros(n, np.float32)
-        for k, (turn, a) in enumerate(zip(self.turns, turn_advantages)):
-            start, end = len(turn.prompt_ids), len(turn.prompt_ids) + len(turn.action_ids)
-            if tokens[start:end] != list(turn.action_ids) or tokens[:start] != list(turn.prompt_ids):
-                raise ValueError(f"turn {k} is not a prefix of the episode's last prompt: "
-                                 "whole-episode samples need rollout.conversation=true")
-            mask[start:end], adv[start:end] = 1, a
-            logprobs[start:end] = np.asarray(turn.logprobs, np.float32)
-        if not mask.any():
-            return None
-        return Sample(tokens=tokens, loss_mask=mask.tolist(), old_logprobs=logprobs, advantage=adv)
 
 
 # (queries, task keys) -> one (text, entry id) or None per query
@@ -183,11 +97,12 @@ class RolloutEngine:
         # Tokens the last play() sampled for the actor's turns, and the
         # seconds spent inside the sampler for them (rollout throughput).
         self.sampling_stats = {"tokens": 0, "seconds": 0.0}
+        self._asks_offered = 0  # search-and-ask calls the current play() offers an episode
         stops = set(getattr(tokenizer, "eos_ids", ()) or ()) | {tokenizer.eos_id}
         self.sampling = SamplingConfig(
             temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
             max_new_tokens=config.max_new_tokens, stop_token_ids=tuple(sorted(stops)),
-            stop_strings=("</action>",) if config.format == "chat" else (),
+            stop_strings=prompts.answer_stop_strings(config.format, config.prompt_style),
             check_every=config.max_new_tokens if config.format == "compact" else 16)
 
     def prompt_ids(self, view: prompts.TurnView) -> list[int]:
@@ -219,6 +134,7 @@ class RolloutEngine:
             raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
         cfg = self.config
         self.sampling_stats = {"tokens": 0, "seconds": 0.0}  # this call's actor turns
+        self._asks_offered = cfg.max_asks if ask is not None else 0
         episodes, infos, observations = [], [], []
         for env, task, g in zip(envs, tasks, guided):
             obs, info = env.reset(task)
@@ -265,7 +181,9 @@ class RolloutEngine:
             self.sampling_stats["tokens"] += sum(len(t) for t in result.tokens)
             texts = [self.tokenizer.decode(strip_stop_tokens(result.tokens[j], self.sampling))
                      for j in range(len(live))]
-            queries = {j: prompts.parse_ask(texts[j], cfg.format) for j in range(len(live))}
+            parsed = [prompts.parse_turn(texts[j], cfg.format, cfg.prompt_style,
+                                         episodes[i].env_name) for j, i in enumerate(live)]
+            queries = {j: q for j, (q, _) in enumerate(parsed)}
             asking = [j for j, q in queries.items() if q and ask is not None
                       and episodes[live[j]].num_asks < cfg.max_asks]
             answers = dict(zip(asking, ask([queries[j] for j in asking],
@@ -278,11 +196,12 @@ class RolloutEngine:
                     advice, key = answers[j]
                     if key:
                         ep.ask_keys.append(key)
-                    reply = f"advice: {advice}" if advice else "advice: nothing found"
+                    reply = prompts.ask_observation(advice, cfg.prompt_style,
+                                                    cfg.max_asks - ep.num_asks - 1)
                     ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text,
                                          None, reply, 0.0, (), False, views[j], queries[j]))
                     continue
-                action = prompts.parse_action(text, cfg.format)
+                action = parsed[j][1]
                 if action is None:  # never sent: the world stays as the prompt shows it
                     ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text,
                                          None, prompts.NO_ACTION, 0.0, (), True, views[j]))
@@ -355,12 +274,14 @@ class RolloutEngine:
         last one token for token."""
         if not self.config.conversation:
             return self.prompt_ids(view)
+        style = self.config.prompt_style
         if not ep.turns:
-            ep.messages = prompts.render_actor_chat_messages(view)
+            ep.messages = prompts.first_chat_messages(view, style, ep.env_name,
+                                                      self._asks_offered)
             return self.tokenizer.encode(self.tokenizer.apply_chat_template(
                 ep.messages, add_generation_prompt=True))
         last = ep.turns[-1]
-        follow = prompts.render_actor_chat_followup(last.observation, view.valid_actions)
+        follow = prompts.followup_chat_message(last.observation, view.valid_actions, style)
         ids = (list(last.prompt_ids) + list(last.action_ids)
                + self._continuation_ids(ep.messages, follow, last.action_ids))
         ep.messages = ep.messages + [{"role": "assistant", "content": last.text}, follow]
@@ -393,6 +314,9 @@ class RolloutEngine:
             last = ep.turns[-1]
             hist = (hist[:-1] if hist else ()) + ((f"ask: {last.asked}", last.observation),)
         actions = tuple(info.admissible_actions)
+        if self.config.prompt_style == "released" and prompts.released_prompts.has_templates(
+                ep.env_name):
+            actions = ()  # the system prompt's templates say how to act
         if self.config.format == "compact":
             actions = prompts.listed_actions(actions, self.config.list_actions)
         first = ep.first_observation if (self.config.show_first_observation and ep.turns) else ""

@@ -143,9 +143,11 @@ def _learners(cfg: RunConfig, tok, ext_tok) -> tuple[Learner, Learner | None]:
 
 def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
     frozen = cfg.experience.mode in ("offline", "static_online")
-    agent = ExtractorAgent(extractor, ext_tok, cfg.rollout.format,
-                           cfg.experience.extractor_max_new_tokens, cfg.rollout.temperature,
-                           cfg.train.seed, frozen=frozen)
+    x = cfg.experience
+    temperature = cfg.rollout.temperature if x.extractor_temperature is None else x.extractor_temperature
+    agent = ExtractorAgent(extractor, ext_tok, cfg.rollout.format, x.extractor_max_new_tokens,
+                           temperature, cfg.train.seed, frozen=frozen, top_p=x.extractor_top_p,
+                           max_prompt_tokens=x.extractor_max_prompt_tokens)
     merger = agent.merge if cfg.experience.merger == "extractor" else setup.dedup_merger
     return agent, setup.make_manager(cfg, agent, merger)
 

@@ -121,6 +121,14 @@ class ExperienceSpec:
     # background thread re-draws cooling-down entries (Eq. 7 weight 0) in a loop.
     extractor_updates_per_step: int = 1
     extractor_max_new_tokens: int = 96
+    extractor_max_prompt_tokens: int = 1024
+    """The extractor's prompts keep their last this many tokens (a long
+    transcript loses its start)."""
+    extractor_temperature: float | None = None
+    """The extractor's sampling temperature; None = rollout.temperature (the
+    released code: 1.0)."""
+    extractor_top_p: float = 1.0
+    """The extractor's nucleus sampling mass (the released code: 0.99)."""
     embedder: str = "hashing"  # hashing | minilm | a decoder embedding checkpoint dir
     bank: ExperienceConfig = ExperienceConfig()
     self_distillation: float = 0.0  # SFT weight on good guided turns (Fig. 9b); 0 = off
@@ -159,6 +167,9 @@ class ExperienceSpec:
     trajectory_obs_chars: int = 40
     """Each observation of a trajectory shown to the extractor is cut to this
     many characters; 0 = whole (the released code shows the full transcript)."""
+    trajectory_answers: Literal["action", "whole"] = "action"
+    """Each turn of a trajectory shown to the extractor: the action alone, or
+    the actor's whole answer, reasoning included (the released code)."""
     sync: bool = False
     """Deterministic experience pipeline: consolidation, merge and extractor
     training run at fixed points of each step (after the actor update, in
@@ -259,6 +270,9 @@ class TrainSpec:
     # (verl's ppo_mini_batch_size; the paper's 1e-6 lr runs use 1).
     actor_mini_batches: int = 1
     actor_epochs: int = 1  # passes over the batch (each split into actor_mini_batches)
+    actor_train_after: int = 0
+    """RL steps that only play (and feed the bank) before the actor's first
+    update (the released code: 5, its memory warm-up)."""
     sample_unit: Literal["turn", "episode"] = "turn"
     """What one actor training sequence is. turn: each turn's prompt and answer
     (prompts rendered afresh, a window of recent steps). episode: the whole
@@ -333,6 +347,11 @@ class RunConfig:
         from crl_jax.envs.alfworld_generator import ROOM_SIZES
         if self.env.room_size not in ROOM_SIZES:
             raise ValueError(f"env.room_size={self.env.room_size!r}; valid: {ROOM_SIZES}")
+        if self.experience.extractor_max_prompt_tokens < 1 or self.experience.extractor_max_new_tokens < 1:
+            raise ValueError("experience.extractor_max_prompt_tokens and "
+                             "experience.extractor_max_new_tokens must be >= 1")
+        if not 0 < self.experience.extractor_top_p <= 1:
+            raise ValueError("experience.extractor_top_p must be in (0, 1]")
         if self.experience.trajectory_obs_chars < 0:
             raise ValueError("experience.trajectory_obs_chars must be >= 0 (0 = whole observations)")
         if self.experience.oracle_noise < 0:

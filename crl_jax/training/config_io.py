@@ -53,27 +53,49 @@ def list_presets(package: str = PRESETS_PACKAGE) -> list[str]:
 
 def preset_summary(name: str, package: str = PRESETS_PACKAGE) -> str:
     """The first sentence of a preset module's docstring, on one line."""
-    doc = " ".join((importlib.import_module(f"{package}.{name}").__doc__ or "").split())
+    doc = " ".join((_preset_module(name, package).__doc__ or "").split())
     head, dot, _ = doc.partition(". ")
     return head + ("." if dot else "")
 
 
+def _preset_module(name: str, package: str = PRESETS_PACKAGE):
+    return importlib.import_module(f"{package}.{name.partition(':')[0]}")
+
+
+def preset_profiles(name: str, package: str = PRESETS_PACKAGE) -> tuple[str, ...]:
+    """A preset's named profiles (its module's ``PROFILES``, the default
+    first), or () for a preset without any. ``--config=NAME:PROFILE`` picks one."""
+    return tuple(getattr(_preset_module(name, package), "PROFILES", ()))
+
+
 def unknown_preset_message(name: str, package: str = PRESETS_PACKAGE) -> str | None:
-    """None if ``name`` is a preset, else a one-paragraph error naming the valid ones."""
+    """None if ``name`` (NAME or NAME:PROFILE) is a preset, else a one-paragraph
+    error naming the valid ones."""
     available = list_presets(package)
-    if name in available:
-        return None
-    close = difflib.get_close_matches(name, available, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    return f"Unknown preset {name!r}.{hint} Presets: {', '.join(available)}."
+    base, colon, profile = name.partition(":")
+    if base not in available:
+        close = difflib.get_close_matches(base, available, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        return f"Unknown preset {base!r}.{hint} Presets: {', '.join(available)}."
+    if colon:
+        profiles = preset_profiles(base, package)
+        if not profiles:
+            return f"Preset {base!r} has no profiles (only the paper-scale presets do)."
+        if profile not in profiles:
+            return (f"Preset {base!r} has no profile {profile!r}. Profiles: "
+                    f"{', '.join(profiles)} (the first is the default).")
+    return None
 
 
 def load_preset(name: str, package: str = PRESETS_PACKAGE):
-    """The RunConfig of preset ``name`` (its module's ``get_config()``)."""
+    """The RunConfig of preset ``name``: its module's ``get_config()``, or
+    ``get_config(profile)`` for NAME:PROFILE."""
     message = unknown_preset_message(name, package)
     if message:
         raise ConfigError(message)
-    return importlib.import_module(f"{package}.{name}").get_config()
+    module = _preset_module(name, package)
+    _, colon, profile = name.partition(":")
+    return module.get_config(profile) if colon else module.get_config()
 
 
 # --------------------------------------------------------------------------- #

@@ -182,7 +182,10 @@ def kv_cache_bytes(cfg: DecoderConfig, rows: int, slots: int, mesh) -> tuple[int
     """Bytes of the sampler's KV cache on its fullest device, and whether it
     is sharded (models/sampler.py places it with the rules' batch axis)."""
     from models.sampler import cache_sharding
-    shape = (cfg.num_layers, rows, slots, cfg.num_kv_heads, cfg.head_dim)
+    from models.sampler import batch_bucket
+    # The sampler pads a batch to its bucket (134 rows -> 136), which then
+    # divides over the devices.
+    shape = (cfg.num_layers, batch_bucket(rows), slots, cfg.num_kv_heads, cfg.head_dim)
     sharding = cache_sharding(mesh, shape)
     per = _shard_bytes(shape, cfg.jnp_dtype, sharding) if sharding is not None else (
         math.prod(shape) * np.dtype(cfg.jnp_dtype).itemsize)
@@ -196,12 +199,14 @@ def estimate(cfg: RunConfig) -> list[RoleMemory]:
     r, x = cfg.rollout, cfg.experience
     vocab = cfg.warm_start.vocab_size
     width = r.max_prompt_tokens + r.max_new_tokens  # a training sample: prompt + answer
-    episodes = cfg.train.tasks_per_step * cfg.train.group_size * len(cfg.env.names)
+    # Rollouts play one environment at a time (training and evaluation): the
+    # sampler's largest batch is one environment's episodes, not the mixture's.
+    episodes = max(cfg.train.tasks_per_step * cfg.train.group_size, cfg.env.num_eval_tasks)
     out = [estimate_role("actor", decoder_config(cfg.actor, vocab), cfg.actor_optim,
                          cfg.actor_loss, role_devices(cfg.actor.devices), _mesh(cfg.actor),
                          width, episodes, width)]
     if x.mode not in ("none", "oracle"):
-        ext_width = r.max_prompt_tokens + x.extractor_max_new_tokens
+        ext_width = x.extractor_max_prompt_tokens + x.extractor_max_new_tokens
         out.append(estimate_role("extractor", decoder_config(cfg.extractor, vocab),
                                  cfg.extractor_optim, cfg.extractor_loss,
                                  role_devices(cfg.extractor.devices), _mesh(cfg.extractor),

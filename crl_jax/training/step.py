@@ -167,10 +167,10 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
         judged = ep.judgement is not None
         credit = (critic_credit(outcome(ep.won, baseline), ep.judgement.verdict, scores)
                   if judged else None)
-        run.manager.submit_episode(EpisodeRecord(ep.goal, ep.trajectory_text(x.trajectory_obs_chars),
-                                                 ep.won,
-                                                 ep.task_key, ep.experience_id, step,
-                                                 tuple(ep.ask_keys), baseline, judged, credit))
+        trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers)
+        run.manager.submit_episode(EpisodeRecord(ep.goal, trajectory, ep.won, ep.task_key,
+                                                 ep.experience_id, step, tuple(ep.ask_keys),
+                                                 baseline, judged, credit))
     every = run.cfg.experience.merge_every
     if every and (step + 1) % every == 0:
         # Entries carry their environment's task key in a shared bank too, so
@@ -192,11 +192,14 @@ def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
         metrics.update(run.entry_tracker.guided_metrics(episodes))
         run.entry_tracker.remember(episodes)
     with run.timings.time("actor_update"):
-        if cfg.experience.mode != "exp_only":
+        # exp_only freezes the actor; actor_train_after holds it while the bank fills
+        if cfg.experience.mode != "exp_only" and state.step >= cfg.train.actor_train_after:
             samples = actor_samples(episodes, cfg)
             metrics.update({f"actor/{k}": v for k, v in actor_updates(run, state, samples).items()})
             metrics.update(_self_distillation(run, episodes))
             run.sampler.update_params(run.actor.model)
+        elif cfg.experience.mode != "exp_only":
+            metrics["actor/updates"] = 0
     if run.manager is not None:
         feed_manager(run, state.step, episodes)
         if cfg.experience.sync:  # a fixed point: this step's consolidations and merge are in

@@ -65,39 +65,88 @@ def cpu_config(name: str, envs: tuple, *, max_turns: int, obs_chars: int = 240,
     )
 
 
-def paper_config(name: str, envs: tuple, *, max_turns: int, max_new_tokens: int, steps: int,
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """An episode's limits: turns, new tokens a turn, and tokens in the whole
+    conversation (prompt and every answer; a conversation that outgrows it
+    ends there)."""
+
+    max_turns: int
+    max_new_tokens: int
+    max_sequence: int
+
+
+# The released code's (its yaml: max_actions_per_traj, max_tokens_per_step,
+# sequence_length), the same for every environment it configures.
+RELEASED_LIMITS = Limits(max_turns=30, max_new_tokens=4096, max_sequence=32768)
+PROFILES = ("released", "paper")
+
+
+def paper_config(name: str, envs: tuple, *, paper_limits: Limits, steps: int,
                  tasks_per_step: int, failure_reward: float = 0.0,
-                 actor: str = "Qwen2.5-7B-Instruct", **env_kw) -> RunConfig:
+                 actor: str = "Qwen2.5-7B-Instruct", profile: str = "released",
+                 **env_kw) -> RunConfig:
     """The paper's setting (PAPER.md "Paper-scale settings"): Qwen checkpoints,
-    K = 8 rollouts per task, chat format with <think>/<action>, lr 1e-6."""
+    K = 8 rollouts per task split 4 guided / 4 free, lr 1e-6, each episode one
+    growing conversation trained as one sequence, in one of two profiles:
+
+    - released (the default): what the authors' released code does
+      (BUILD.md "The paper presets and the authors' released code" gives each
+      setting's source): its prompt and <think>/<answer> format, a format
+      failure ends the episode with -1, advantages r - mean without std, the
+      per-token ratio, 30 turns of 4,096 tokens in 32,768, the actor's first
+      update after 5 steps, search-and-ask and the actor's judging of its
+      entry on, the extractor reading guided episodes whole with only their
+      entry, sampling at 1.0 / 0.99 with 8,192 new tokens.
+    - paper: where the paper's text says otherwise: its table's limits, mean
+      and std in advantages, the trajectory ratio of Eq. 4-5, no judging (App.
+      B's variant), the actor trained from the first step.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"profile={profile!r}; valid: {PROFILES}")
+    released = profile == "released"
+    limits = RELEASED_LIMITS if released else paper_limits
     # Attention 1,024 queries at a time: long samples' scores are their
     # largest activation (BUILD.md "Will a preset fit?").
     big = dict(dtype="bfloat16", param_dtype="bfloat16", scan_layers=True, remat=True,
                attention_chunk=1024)
+    alfworld = "alfworld" in envs
     return RunConfig(
         name=name,
         actor=ModelSpec(checkpoint=os.path.join(CHECKPOINTS, actor), **big),
         extractor=ModelSpec(checkpoint=os.path.join(CHECKPOINTS, "Qwen3-4B-Thinking-2507"), **big),
-        env=_env(envs, {"num_eval_tasks": 134, **env_kw}),
+        # ALFWorld's engine speaks the 0.4 command set ("move X to Y"); the
+        # released templates write "put X in/on Y", which lenient_actions maps.
+        env=_env(envs, {"num_eval_tasks": 134, "lenient_actions": alfworld, **env_kw}),
         # A thinking actor judging an entry (experience.actor_critic) reasons
         # first: it gets a turn's budget.
-        rollout=RolloutConfig(max_turns=max_turns, max_new_tokens=max_new_tokens,
-                              max_prompt_tokens=8192, history=4, temperature=0.99, top_p=0.99,
-                              top_k=100, format="chat", judge_max_new_tokens=max_new_tokens),
+        rollout=RolloutConfig(max_turns=limits.max_turns, max_new_tokens=limits.max_new_tokens,
+                              max_prompt_tokens=limits.max_sequence, history=0,
+                              temperature=0.99, top_p=0.99, top_k=100, format="chat",
+                              prompt_style="released", conversation=True,
+                              end_on_format_failure=True,
+                              judge_max_new_tokens=limits.max_new_tokens),
         actor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0, temperature=0.99),
-        actor_loss=PolicyLossConfig.split_grpo_paper(),
-        extractor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0, temperature=0.99),
+        actor_loss=(PolicyLossConfig.split_grpo_released() if released
+                    else PolicyLossConfig.split_grpo_paper()),
+        extractor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0, temperature=1.0),
         extractor_loss=PolicyLossConfig.cispo_paper(),
         experience=ExperienceSpec(
-            mode="comp_rl", guided_fraction=0.5, merge_every=5, search_and_ask=False,
-            extractor_train_after=5, extractor_max_new_tokens=2048,
+            mode="comp_rl", guided_fraction=0.5, merge_every=5, search_and_ask=True,
+            extractor_train_after=5, extractor_max_new_tokens=8192,
+            extractor_max_prompt_tokens=limits.max_sequence,
+            extractor_temperature=1.0, extractor_top_p=0.99,
+            consolidate="guided", trajectory_obs_chars=0, trajectory_answers="whole",
+            actor_critic=released, critic_reject=-1.0 if released else 0.0,
             embedder=os.path.join(CHECKPOINTS, "Qwen3-Embedding-0.6B"),
             # Eq. 6's 300 s is about one step of the paper's runs: count steps.
-            bank=ExperienceConfig(recency_clock="steps")),
-        advantages=AdvantageSpec(mode="split", normalize_std=True, failure_reward=failure_reward),
+            bank=ExperienceConfig(recency_clock="steps", consolidation_context=0)),
+        advantages=AdvantageSpec(mode="split", normalize_std=not released,
+                                 failure_reward=failure_reward, format_failure_reward=-1.0),
         warm_start=WarmStartSpec(demos=0, actor_steps=0, extractor_steps=0),
         train=TrainSpec(steps=steps, tasks_per_step=tasks_per_step, group_size=8, eval_every=16,
-                        checkpoint_every=8, seed=0, out_dir=f"runs/{name}"),
+                        checkpoint_every=8, seed=0, out_dir=f"runs/{name}",
+                        sample_unit="episode", actor_train_after=5 if released else 0),
     )
 
 

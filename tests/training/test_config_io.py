@@ -77,6 +77,26 @@ def test_unknown_preset_suggests_the_closest():
         config_io.load_preset("alfworld_cp")
 
 
+def test_profiles_of_the_paper_presets():
+    """NAME:PROFILE picks a paper preset's profile; the default is released."""
+    released, paper = config_io.load_preset("alfworld"), config_io.load_preset("alfworld:paper")
+    assert config_io.load_preset("alfworld:released") == released
+    assert config_io.preset_profiles("alfworld") == ("released", "paper")
+    # What differs, and which way (BUILD.md's table lists each with its source).
+    diff = {line.split(":")[0] for line in config_io.config_diff(released, paper)}
+    assert {"rollout.max_turns", "advantages.normalize_std", "actor_loss.ratio_level",
+            "experience.actor_critic", "train.actor_train_after"} <= diff
+    assert (released.rollout.max_turns, paper.rollout.max_turns) == (30, 40)
+    assert (released.advantages.normalize_std, paper.advantages.normalize_std) == (False, True)
+    for cfg in (released, paper):  # both: one conversation a sample, the tool on
+        assert cfg.rollout.conversation and cfg.train.sample_unit == "episode"
+        assert cfg.experience.search_and_ask and cfg.rollout.prompt_style == "released"
+    assert "no profile 'foo'" in config_io.unknown_preset_message("alfworld:foo")
+    assert "has no profiles" in config_io.unknown_preset_message("alfworld_cpu:paper")
+    with pytest.raises(config_io.ConfigError, match="released, paper"):
+        config_io.load_preset("minihack_room:fast")
+
+
 def test_flatten_diff_and_format(alfworld):
     other = config_io.apply_overrides(alfworld, ["train.steps=3", "env.names=sokoban"])
     assert config_io.config_diff(alfworld, other) == [
