@@ -65,3 +65,34 @@ def test_the_released_style_needs_a_conversation():
         RolloutConfig(format="chat", prompt_style="released")
     with pytest.raises(ValueError, match="prompt_style"):
         RolloutConfig(format="chat", prompt_style="paper", conversation=True)
+
+
+MINIHACK = "MiniHack-Room-Ultimate-5x5-v0"
+
+
+@pytest.mark.parametrize("text,want", [
+    ("<think>the stairs are up</think><answer>north</answer>", "north"),
+    ("<answer>North</answer>", "north"),  # no think needed; case ignored
+    ("<answer>se</answer>", "southeast"),
+    ("<answer>3</answer>", "west"),  # the index in the game's order
+    ("<answer>move 4 please</answer>", "northeast"),  # the first number
+    ("<answer>east</answer> then <answer>west</answer>", "west"),  # the last answer
+    ("<answer>go north</answer>", None),
+    ("<answer>up</answer>", None),
+    ("<answer>9</answer>", None),
+    ("north", None),
+])
+def test_minihack_answers(text, want):
+    assert rp.parse_answer(text, MINIHACK, rp.COMPASS) == want
+
+
+def test_minihack_messages_and_failures():
+    first = rp.first_user_message("Goal: reach >\nMap:\n.@>", "reach >", 2, rp.COMPASS, MINIHACK)
+    assert first.startswith(rp.MINIHACK_INSTRUCTION)
+    assert "Your available actions are:\nnorth, east, south, west," in first
+    assert "Observation:\nGoal: reach >\nMap:\n.@>" in first and rp.tool_instructions(2) in first
+    assert rp.system_prompt(MINIHACK, None) == rp.MINIHACK_SYSTEM
+    # a format failure ends an ALFWorld episode, not a MiniHack one
+    assert prompts.format_failure_ends("released", "alfworld")
+    assert not prompts.format_failure_ends("released", MINIHACK)
+    assert prompts.format_failure_ends("generic", MINIHACK)

@@ -111,7 +111,24 @@ def query_text(goal: str, retrieval_key: str, observation: str | None = None) ->
     return f"goal: {goal}" + (f", observation: {observation}" if observation is not None else "")
 
 
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_THINK_END = re.compile(r"</think>", re.IGNORECASE)
+
+
+def _answer_part(text: str) -> str:
+    """The part of a reply that holds the answer: the last <answer>...</answer>
+    when there is one, else what follows the last </think>, else all of it.
+    A thinking extractor (the paper's Qwen3-4B-Thinking) reasons first, and
+    its reasoning may hold brackets that parse as JSON."""
+    answers = _ANSWER.findall(text)
+    if answers:
+        return answers[-1]
+    ends = list(_THINK_END.finditer(text))
+    return text[ends[-1].end():] if ends else text
+
+
 def _find_json(text: str):
+    text = _answer_part(text)
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
     for candidate in candidates:

@@ -130,15 +130,16 @@ def first_chat_messages(view: TurnView, style: str, env_name: str, max_asks: int
         return [{"role": "system",
                  "content": released_prompts.system_prompt(env_name, view.experience)},
                 {"role": "user", "content": released_prompts.first_user_message(
-                    view.observation, view.goal, max_asks, view.valid_actions)}]
+                    view.observation, view.goal, max_asks, view.valid_actions, env_name)}]
     return render_actor_chat_messages(view)
 
 
-def followup_chat_message(observation: str, valid_actions: Sequence[str], style: str) -> dict:
+def followup_chat_message(observation: str, valid_actions: Sequence[str], style: str,
+                          env_name: str = "") -> dict:
     """The user message after an answer (rollout.conversation)."""
     if style == "released":
-        return {"role": "user",
-                "content": released_prompts.observation_message(observation, valid_actions)}
+        return {"role": "user", "content": released_prompts.observation_message(
+            observation, valid_actions, env_name)}
     return render_actor_chat_followup(observation, valid_actions)
 
 
@@ -156,11 +157,20 @@ def answer_stop_strings(fmt: str, style: str) -> tuple[str, ...]:
     return released_prompts.ANSWER_STOPS if style == "released" else ("</action>",)
 
 
-def parse_turn(text: str, fmt: str, style: str, env_name: str) -> tuple[str | None, str | None]:
+def parse_turn(text: str, fmt: str, style: str, env_name: str,
+               valid_actions: Sequence[str] = ()) -> tuple[str | None, str | None]:
     """(search-and-ask query, action) of an answer, either None."""
     if style == "released":
-        return released_prompts.parse_ask(text), released_prompts.parse_answer(text, env_name)
+        return (released_prompts.parse_ask(text),
+                released_prompts.parse_answer(text, env_name, valid_actions))
     return parse_ask(text, fmt), parse_action(text, fmt)
+
+
+def format_failure_ends(style: str, env_name: str) -> bool:
+    """Whether an answer without an action ends the episode when
+    rollout.end_on_format_failure is on: always in the generic style; in the
+    released style where the released code ends it (ALFWorld)."""
+    return style != "released" or released_prompts.ends_on_format_failure(env_name)
 
 
 # What the actor reads after an answer that names no action (none is sent

@@ -2,30 +2,40 @@
 them (rollout.prompt_style=released; BUILD.md "The paper presets and the
 authors' released code" lists each behaviour with its source file).
 
-Matched in behaviour, written here in this project's words:
+Matched in behaviour, written here in this project's words, per environment:
 
-- The system message describes the environment, lists its action templates
-  (ALFWorld: nine) and asks for ``<think>...</think>`` then
-  ``<answer>...</answer>``. A guided episode's experience is appended to the
-  system message of its first turn, under a short heading, numbered.
-- Each user message is the observation alone: no list of valid actions
-  (outside ALFWorld, where this project has no released prompt, the valid
-  actions are listed), no goal repeated. The first one is the room description, then the
+- ALFWorld. The system message describes the household, lists the nine
+  action templates and asks for ``<think>...</think>`` then
+  ``<answer>...</answer>``. Each user message is the observation alone (no
+  valid actions, no goal repeated); the first is the room description, the
   search-and-ask tool's instructions (when the tool is offered), then the
-  task. Earlier turns stay in the conversation (rollout.conversation).
-- An answer is read only as ``<think>..</think>`` followed by
-  ``<answer>..</answer>`` at the end of the reply or of a line. ALFWorld's
-  answer must match one of its templates, after "in" or "on" in a put is
-  written "in/on" (the released clean-up rewrites an "in/on" already there
-  into "in/on/on", which then fails its own check; that slip is not
-  reproduced). Anything else is a format failure: with
-  rollout.end_on_format_failure the episode ends with
-  advantages.format_failure_reward (the released -1).
-- A tool call is ``<knowledge_search_and_ask>query</knowledge_search_and_ask>``;
-  while calls are left it is answered instead of any action, the answer
-  coming back as the next observation ("Search results: ...").
-- An arrival line that names only a location number ("You arrive at loc 5. ")
-  loses that prefix before the actor reads it.
+  task. An answer is read only as ``<think>..</think>`` followed by
+  ``<answer>..</answer>`` at the end of the reply or of a line, and must
+  match a template after "in" or "on" in a put is written "in/on" (the
+  released clean-up rewrites an "in/on" already there into "in/on/on",
+  which then fails its own check; that slip is not reproduced). Anything
+  else is a format failure that ends the episode (with
+  rollout.end_on_format_failure; reward advantages.format_failure_reward,
+  the released -1). An arrival line that names only a location number
+  ("You arrive at loc 5. ") loses that prefix.
+- MiniHack. The system message asks to reach the down staircase in
+  ``<think>``/``<answer>`` form; the first user message adds the game's
+  instruction and the eight moves; each user message is the observation and
+  a prompt to choose. The last ``<answer>..</answer>`` is read as a move's
+  name, a one- or two-letter compass alias (n, ne, ...) or the move's index
+  (the first number in the answer). A format failure costs the turn and
+  nothing else: no step, reward 0, the episode goes on.
+- Elsewhere (WebShop, Sokoban, SWE: no released prompt in this project) a
+  generic system message with the same answer format, the valid actions
+  listed in the user messages, the last ``<answer>`` taken as the action,
+  and format failures handled as for MiniHack.
+
+Everywhere: a guided episode's experience is appended to the first system
+message under a short heading, numbered; a tool call is
+``<knowledge_search_and_ask>query</knowledge_search_and_ask>``, answered
+instead of any action while calls are left, the answer coming back as the
+next observation ("Search results: ..."); earlier turns stay in the
+conversation (rollout.conversation).
 """
 from __future__ import annotations
 
@@ -35,6 +45,8 @@ from typing import Sequence
 ASK_TAG = "knowledge_search_and_ask"
 ANSWER_STOPS = ("</answer>", f"</{ASK_TAG}>")
 _ANSWER_RE = re.compile(r"<think>(.*?)</think>\s*<answer>(.*?)</answer>(?:$|\n)", re.DOTALL)
+_LAST_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_SPECIAL = re.compile(r"<\|im_start\|>|<\|im_end\|>|</?think>|</?answer>")
 _ASK_RE = re.compile(rf"<{ASK_TAG}>(.*?)</{ASK_TAG}>", re.DOTALL)
 
 _ITEM = r"\w+\s+\d+"  # an ALFWorld object or receptacle: a name and its number
@@ -67,6 +79,21 @@ ALFWORLD_SYSTEM = (
     + "\n".join(f"{i}. {t}" for i, t in enumerate(ALFWORLD_TEMPLATES, 1))
     + "\n{obj} is an object and {recep} a receptacle.\n\n" + _FORMAT)
 
+MINIHACK_SYSTEM = (
+    "You are finding your way through a dungeon level. Plan a path to the staircase down "
+    "(>), keeping clear of dead ends, hazards such as lava, ice and traps, and monsters; "
+    "note objects that could help, and look for another way when one is blocked. Put your "
+    "reasoning inside <think> </think> and answer with one action inside <answer> </answer>.")
+MINIHACK_INSTRUCTION = (
+    "This is NetHack. Move through the dungeon, keep away from monsters and reach the goal. "
+    "Each turn, reason and then give exactly one action, written "
+    "<think>your reasoning</think><answer>one action from the list</answer>.")
+# The eight moves in the game's order: an answer may name one by its index.
+COMPASS = ("north", "east", "south", "west", "northeast", "southeast", "southwest", "northwest")
+_COMPASS_ALIASES = {"n": "north", "e": "east", "s": "south", "w": "west", "ne": "northeast",
+                    "se": "southeast", "sw": "southwest", "nw": "northwest"}
+_FIRST_NUMBER = re.compile(r"\d+")
+
 GENERIC_SYSTEM = (
     "You are an agent acting in a text environment to reach the task's goal. Each turn "
     "you will see everything from the turns before: your reasoning, your actions and what "
@@ -78,10 +105,17 @@ EXPERIENCE_HEADING = ("Lessons distilled from earlier episodes. Let them guide y
                       "this task.\nLessons:")
 
 
+def family(env_name: str) -> str:
+    """Which released prompt an environment gets: alfworld, minihack or other."""
+    if env_name.startswith("alfworld"):
+        return "alfworld"
+    return "minihack" if env_name.startswith("MiniHack-") else "other"
+
+
 def system_prompt(env_name: str, experience: str | None) -> str:
-    """The first turn's system message: the environment's (ALFWorld's, or a
-    generic one), with the episode's experience under its heading."""
-    base = ALFWORLD_SYSTEM if has_templates(env_name) else GENERIC_SYSTEM
+    """The first turn's system message, with the episode's experience under its heading."""
+    base = {"alfworld": ALFWORLD_SYSTEM, "minihack": MINIHACK_SYSTEM}.get(family(env_name),
+                                                                         GENERIC_SYSTEM)
     if not experience:
         return base
     return f"{base}\n\n{EXPERIENCE_HEADING}\n\n1. {experience}"
@@ -105,21 +139,37 @@ def room_description(observation: str) -> str:
 
 def has_templates(env_name: str) -> bool:
     """Whether the system prompt lists the environment's action templates
-    (ALFWorld). Elsewhere this project has no released prompt, and the user
-    messages list the valid actions, as nothing else says how to write one."""
-    return env_name.startswith("alfworld")
+    (ALFWorld); elsewhere the valid actions are shown to the actor."""
+    return family(env_name) == "alfworld"
+
+
+def ends_on_format_failure(env_name: str) -> bool:
+    """Whether a format failure ends the episode (ALFWorld) or only costs the turn."""
+    return family(env_name) == "alfworld"
 
 
 def first_user_message(observation: str, goal: str, max_asks: int,
-                       valid_actions: Sequence[str] = ()) -> str:
+                       valid_actions: Sequence[str] = (), env_name: str = "alfworld") -> str:
     tools = f"\n{tool_instructions(max_asks)}\n" if max_asks else "\n"
-    return (f"{observation_message(room_description(observation), valid_actions)}{tools}"
+    kind = family(env_name)
+    if kind == "alfworld":
+        return (f"{observation_message(room_description(observation), (), env_name)}{tools}"
+                f"Your task is: {goal}")
+    if kind == "minihack":
+        moves = ", ".join(valid_actions or COMPASS)
+        return (f"{MINIHACK_INSTRUCTION}\nYour available actions are:\n{moves}\n"
+                f"{observation_message(observation, (), env_name)}{tools}".rstrip("\n"))
+    return (f"{observation_message(observation, valid_actions, env_name)}{tools}"
             f"Your task is: {goal}")
 
 
-def observation_message(observation: str, valid_actions: Sequence[str] = ()) -> str:
-    """A user message after an answer: the observation alone (and the valid
-    actions where the system prompt has no templates)."""
+def observation_message(observation: str, valid_actions: Sequence[str] = (),
+                        env_name: str = "alfworld") -> str:
+    """A user message after an answer: the observation (and the valid actions
+    where the environment has no templates and its observation does not
+    already list them)."""
+    if family(env_name) == "minihack":
+        return f"Observation:\n{observation}\n\nThink it through, then choose your next action:\n"
     listed = f"Valid actions: {', '.join(valid_actions)}\n" if valid_actions else ""
     return f"Observation:\n{clean_observation(observation)}\n{listed}"
 
@@ -136,18 +186,36 @@ def ask_reply(advice: str | None, asks_left: int) -> str:
     return text
 
 
-def parse_answer(text: str, env_name: str) -> str | None:
-    """The action of a reply, or None for a format failure: no
-    <think>..</think><answer>..</answer>, or (ALFWorld) an answer that
-    matches none of the templates."""
-    match = _ANSWER_RE.search(text)
-    if not match:
+def parse_answer(text: str, env_name: str, valid_actions: Sequence[str] = ()) -> str | None:
+    """The action of a reply, or None for a format failure (see the module
+    docstring for each environment's rule)."""
+    kind = family(env_name)
+    if kind == "alfworld":
+        match = _ANSWER_RE.search(text)
+        if not match:
+            return None
+        action = _put_in_on(match.group(2).strip())
+        return action if _ALFWORLD_CHECK.search(action.lower()) else None
+    answers = _LAST_ANSWER_RE.findall(text)
+    if not answers:
         return None
-    action = match.group(2).strip()
-    if not has_templates(env_name):
-        return action or None
-    action = _put_in_on(action)
-    return action if _ALFWORLD_CHECK.search(action.lower()) else None
+    content = _SPECIAL.sub("", answers[-1]).strip()
+    if kind == "minihack":
+        return _minihack_move(content, tuple(valid_actions) or COMPASS)
+    return content or None
+
+
+def _minihack_move(content: str, names: tuple[str, ...]) -> str | None:
+    """A move by name, compass alias or index (the first number in the answer)."""
+    word = content.lower()
+    if word in names:
+        return word
+    if _COMPASS_ALIASES.get(word) in names:
+        return _COMPASS_ALIASES[word]
+    number = _FIRST_NUMBER.search(word)
+    if number and int(number.group()) < len(names):
+        return names[int(number.group())]
+    return None
 
 
 def _put_in_on(action: str) -> str:

@@ -182,7 +182,8 @@ class RolloutEngine:
             texts = [self.tokenizer.decode(strip_stop_tokens(result.tokens[j], self.sampling))
                      for j in range(len(live))]
             parsed = [prompts.parse_turn(texts[j], cfg.format, cfg.prompt_style,
-                                         episodes[i].env_name) for j, i in enumerate(live)]
+                                         episodes[i].env_name, views[j].valid_actions)
+                      for j, i in enumerate(live)]
             queries = {j: q for j, (q, _) in enumerate(parsed)}
             asking = [j for j, q in queries.items() if q and ask is not None
                       and episodes[live[j]].num_asks < cfg.max_asks]
@@ -205,7 +206,8 @@ class RolloutEngine:
                 if action is None:  # never sent: the world stays as the prompt shows it
                     ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text,
                                          None, prompts.NO_ACTION, 0.0, (), True, views[j]))
-                    ep.format_failed = cfg.end_on_format_failure
+                    ep.format_failed = cfg.end_on_format_failure and prompts.format_failure_ends(
+                        cfg.prompt_style, ep.env_name)
                     ep.done = ep.format_failed or ep.generated_tokens >= cfg.token_budget
                     continue
                 step = env.step(action)
@@ -281,7 +283,8 @@ class RolloutEngine:
             return self.tokenizer.encode(self.tokenizer.apply_chat_template(
                 ep.messages, add_generation_prompt=True))
         last = ep.turns[-1]
-        follow = prompts.followup_chat_message(last.observation, view.valid_actions, style)
+        follow = prompts.followup_chat_message(last.observation, view.valid_actions, style,
+                                               ep.env_name)
         ids = (list(last.prompt_ids) + list(last.action_ids)
                + self._continuation_ids(ep.messages, follow, last.action_ids))
         ep.messages = ep.messages + [{"role": "assistant", "content": last.text}, follow]

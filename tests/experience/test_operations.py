@@ -19,6 +19,18 @@ def test_valid_operations_in_a_fence_after_reasoning():
                                  UpdateOperation((1, 0), "Door\nopen it"), ReturnOperation())
 
 
+def test_a_thinking_extractor_s_reasoning_is_not_read_as_operations():
+    ops = json.dumps([{"op": "add", "entry": "go to the desk first"}])
+    thought = "<think>Entries [0] and [1] overlap; {maybe} merge them.</think>\n"
+    want = (AddOperation("go to the desk first"),)
+    assert parse_operations(thought + ops, n_shown=2).operations == want
+    # the last <answer> wins, as in the released code
+    text = f"<think>[1]</think><answer>[]</answer> then <answer>{ops}</answer>"
+    assert parse_operations(text, n_shown=2).operations == want
+    # without the think block, the first JSON that parses is taken ([0])
+    assert parse_operations("Entries [0] overlap. " + ops, n_shown=2).operations == ()
+
+
 def test_operations_object_and_top_level_title_content():
     text = 'noise {"operations": [{"type": "add", "title": "T", "content": "C"}]} trailing'
     assert parse_operations(text, n_shown=0).operations == (AddOperation("T\nC"),)

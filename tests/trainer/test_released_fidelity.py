@@ -166,3 +166,16 @@ def test_trained_tokens_advantages_and_weights(tok, episodes):
         n = sum(len(t.action_ids) for t in ep.turns)
         np.testing.assert_allclose(weights[row][weights[row] > 0], 1 / n, rtol=1e-6)
         assert int((weights[row] > 0).sum()) == n
+
+
+def test_a_minihack_format_failure_costs_only_its_turn(tok):
+    cfg = apply_overrides(load_preset("minihack_room"), ["rollout.max_turns=2"])
+    env = make_env("MiniHack-Room-Ultimate-5x5-v0", seed=0)
+    engine = RolloutEngine(Scripted(tok, ["<answer>jump</answer>", "<answer>n</answer>"]), tok,
+                           cfg.rollout)
+    ep = engine.play([env], [0], [False])[0]
+    assert [t.action for t in ep.turns] == [None, "north"]
+    assert ep.turns[0].invalid and not ep.format_failed  # the episode went on
+    assert ep.messages[0]["content"] == rp.MINIHACK_SYSTEM
+    assert ep.messages[1]["content"].startswith(rp.MINIHACK_INSTRUCTION)
+    assert ep.messages[3]["content"].endswith("choose your next action:\n")
