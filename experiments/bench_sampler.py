@@ -1,11 +1,16 @@
 """New tokens per second of our KV-cache sampler vs transformers' PyTorch
 `generate`, on the same checkpoint, same prompts, in the same process.
 
-    python experiments/bench_sampler.py            # batch 8 and 32
+    python experiments/bench_sampler.py            # batch 8, 32 and 64
     python experiments/bench_sampler.py --quick    # smaller, < 1 minute
 
 Both engines decode greedily for exactly --new_tokens tokens (no EOS stop),
-so the work is identical. Peak memory is the peak resident set size of a
+so the work is identical. The engines alternate within each repeat (a
+background job slows both alike), the machine's load average is printed
+with every row (a warning above 1: contention hurts the engines unequally,
+so such a ratio is not a result), and the bound column is the model's
+weight matmuls alone, jitted in a loop of --new_tokens steps at the same
+batch: what a decoder could reach if everything but its matmuls were free. Peak memory is the peak resident set size of a
 child process that runs one engine alone (--engine=jax|torch), since both
 engines share the host allocator in the main process. It is reported whole
 and above the child's footprint after imports (the model + cache + work).
@@ -22,7 +27,7 @@ import time
 
 from absl import app, flags
 
-flags.DEFINE_list("batch_sizes", ["8", "32"], "batch sizes to measure")
+flags.DEFINE_list("batch_sizes", ["8", "32", "64"], "batch sizes to measure")
 flags.DEFINE_integer("prompt_len", 64, "prompt tokens per row")
 flags.DEFINE_integer("new_tokens", 64, "new tokens per row")
 flags.DEFINE_integer("hidden", 256, "model width")
@@ -87,14 +92,48 @@ def _torch_runner(path: str):
     return run
 
 
-def _time(run, prompts) -> float:
-    run(prompts)  # compile / warm up
-    rates = []
+def _bound_runner():
+    """The weight matmuls of one decoded token per row (q, k, v, o, gate, up,
+    down per layer, then the unembedding), --new_tokens steps in one jitted
+    loop: no attention, norms, embeddings or sampling."""
+    import jax
+    import jax.numpy as jnp
+
+    d, f, v = FLAGS.hidden, FLAGS.hidden * 3, FLAGS.vocab
+    kv = max(1, FLAGS.hidden // 64) * 32
+    keys = iter(jax.random.split(jax.random.PRNGKey(0), 8 * FLAGS.layers + 1))
+    layers = [[jax.random.normal(next(keys), s) * 0.02
+               for s in ((d, d), (d, kv), (d, kv), (d, d), (d, f), (d, f), (f, d))]
+              for _ in range(FLAGS.layers)]
+    head = jax.random.normal(next(keys), (d, v)) * 0.02
+
+    @jax.jit
+    def loop(x):
+        def step(_, x):
+            h = x
+            for wq, wk, wv, wo, wg, wu, wd in layers:
+                a = (h @ wq) @ wo + ((h @ wk).sum() + (h @ wv).sum()) * 0.0
+                h = h + (jax.nn.silu(a @ wg) * (a @ wu)) @ wd
+            return x + (h @ head)[:, :1] * 1e-6
+        return jax.lax.fori_loop(0, FLAGS.new_tokens, step, x)
+
+    def run(prompts):
+        loop(jnp.ones((len(prompts), d))).block_until_ready()
+        return len(prompts) * FLAGS.new_tokens
+    return run
+
+
+def _time_interleaved(runs: dict, prompts) -> dict:
+    """Median tokens/s of each engine, the engines alternating every repeat."""
+    for run in runs.values():
+        run(prompts)  # compile / warm up
+    rates = {name: [] for name in runs}
     for _ in range(FLAGS.repeats):
-        start = time.perf_counter()
-        n = run(prompts)
-        rates.append(n / (time.perf_counter() - start))
-    return statistics.median(rates)
+        for name, run in runs.items():
+            start = time.perf_counter()
+            n = run(prompts)
+            rates[name].append(n / (time.perf_counter() - start))
+    return {name: statistics.median(r) for name, r in rates.items()}
 
 
 def _status_mb(key: str) -> float:
@@ -134,22 +173,30 @@ def main(_):
     results = []
     with tempfile.TemporaryDirectory() as path:
         _make_checkpoint(path)
-        ours, ref = _jax_runner(path), _torch_runner(path)
+        runs = {"ours": _jax_runner(path), "torch": _torch_runner(path), "bound": _bound_runner()}
         print(f"model: Qwen2-shaped d={FLAGS.hidden} layers={FLAGS.layers} vocab={FLAGS.vocab}, "
               f"prompt {FLAGS.prompt_len}, {FLAGS.new_tokens} new tokens, greedy")
-        print(f"{'batch':>5} {'ours tok/s':>11} {'torch tok/s':>12} {'speed ratio':>11} "
-              f"{'ours peak/+work MB':>19} {'torch peak/+work MB':>20} {'work mem ratio':>14}")
+        print(f"{'batch':>5} {'load':>5} {'ours tok/s':>11} {'torch tok/s':>12} {'ours/torch':>10} "
+              f"{'bound tok/s':>12} {'ours/bound':>10} {'ours peak/+work MB':>19} "
+              f"{'torch peak/+work MB':>20} {'work mem ratio':>14}")
         for batch in map(int, FLAGS.batch_sizes):
             prompts = _prompts(batch)
-            a, b = _time(ours, prompts), _time(ref, prompts)
+            load = os.getloadavg()[0]
+            rate = _time_interleaved(runs, prompts)
+            a, b, bound = rate["ours"], rate["torch"], rate["bound"]
             ma, wa = _child_peak_rss_mb("jax", path, batch)
             mb, wb = _child_peak_rss_mb("torch", path, batch)
-            row = dict(batch=batch, ours_tok_s=a, torch_tok_s=b, speed_ratio=a / b,
+            row = dict(batch=batch, load_average=load, ours_tok_s=a, torch_tok_s=b,
+                       speed_ratio=a / b, bound_tok_s=bound, bound_ratio=a / bound,
                        ours_peak_rss_mb=ma, torch_peak_rss_mb=mb, ours_work_mb=wa,
                        torch_work_mb=wb, work_mem_ratio=wa / wb)
             results.append(row)
-            print(f"{batch:>5} {a:>11.0f} {b:>12.0f} {a / b:>10.2f}x {ma:>9.0f}/{wa:<9.0f} "
-                  f"{mb:>10.0f}/{wb:<9.0f} {wa / wb:>13.2f}x")
+            print(f"{batch:>5} {load:>5.2f} {a:>11.0f} {b:>12.0f} {a / b:>9.2f}x {bound:>12.0f} "
+                  f"{a / bound:>9.2f}x {ma:>9.0f}/{wa:<9.0f} {mb:>10.0f}/{wb:<9.0f} "
+                  f"{wa / wb:>13.2f}x")
+            if load > 1:
+                print(f"      warning: load average {load:.2f} > 1: the machine is not quiet, "
+                      "and this row is not a result")
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
             json.dump(dict(config=dict(hidden=FLAGS.hidden, layers=FLAGS.layers, vocab=FLAGS.vocab,

@@ -22,19 +22,37 @@ _NEG = -1e30  # added to masked scores; finite so fully masked rows stay NaN-fre
 
 
 class KVCache(NamedTuple):
-    """Keys and values of every layer: [layers, batch, slots, kv_heads, head_dim]."""
+    """Keys and values of every layer, each [batch, kv_heads, slots, head_dim]:
+    stacked into one [layers, ...] array when the layers are scanned
+    (scan_layers), else a tuple with one array per layer. Slots sit next to
+    head_dim, so a decoded token reads each head's keys as one contiguous
+    matrix; and unrolled layers keep separate arrays because XLA's CPU
+    backend copies a layer out of a stacked, loop-carried cache every decode
+    step, which cost more than the layer's matmuls (experiments/bench_sampler.py)."""
 
-    k: jax.Array
-    v: jax.Array
+    k: jax.Array | tuple
+    v: jax.Array | tuple
 
     @staticmethod
     def zeros(cfg: DecoderConfig, batch: int, slots: int) -> "KVCache":
-        shape = (cfg.num_layers, batch, slots, cfg.num_kv_heads, cfg.head_dim)
-        return KVCache(jnp.zeros(shape, cfg.jnp_dtype), jnp.zeros(shape, cfg.jnp_dtype))
+        layer = (batch, cfg.num_kv_heads, slots, cfg.head_dim)
+        if cfg.scan_layers:
+            shape = (cfg.num_layers, *layer)
+            return KVCache(jnp.zeros(shape, cfg.jnp_dtype), jnp.zeros(shape, cfg.jnp_dtype))
+        return KVCache(*(tuple(jnp.zeros(layer, cfg.jnp_dtype) for _ in range(cfg.num_layers))
+                         for _ in range(2)))
+
+    @property
+    def stacked(self) -> bool:
+        return not isinstance(self.k, (tuple, list))
 
     @property
     def slots(self) -> int:
-        return self.k.shape[2]
+        return (self.k if self.stacked else self.k[0]).shape[-2]
+
+    @property
+    def rows(self) -> int:
+        return (self.k if self.stacked else self.k[0]).shape[-4]
 
 
 def causal_mask(input_mask: jax.Array) -> jax.Array:
@@ -80,11 +98,29 @@ class Attention(nnx.Module):
         k = apply_rope(k, positions, inv_freq)
         if k_cache is not None:
             # All rows share the slot offset (rows are aligned by left padding).
-            k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, k.astype(k_cache.dtype), offset, 1)
-            v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, v.astype(v_cache.dtype), offset, 1)
-            k, v = k_cache, v_cache
+            # The layer attends over its cache with this block written in, but
+            # hands back only the block's keys and values: the caller writes
+            # every layer's block into the stacked cache at once, in place,
+            # instead of rebuilding the whole cache each step.
+            k_new = k.astype(k_cache.dtype).transpose(0, 2, 1, 3)  # [b, kv, t, d]
+            v_new = v.astype(v_cache.dtype).transpose(0, 2, 1, 3)
+            if t > 1:  # a prompt block: attend over the cache with the block written in
+                k = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 2)
+                v = jax.lax.dynamic_update_slice_in_dim(v_cache, v_new, offset, 2)
+                k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [b, s, kv, d]
         groups = cfg.num_heads // cfg.num_kv_heads
         q = q.reshape(b, t, cfg.num_kv_heads, groups, cfg.head_dim)
+        if k_cache is not None and t == 1:
+            # One decoded token: its scores over the cache as it stands and
+            # over itself, never a copy of the cache with it written in (at
+            # large batch that copy costs as much as the layer's matmuls).
+            out = attend_one_token(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype),
+                                   k_new.astype(q.dtype), v_new.astype(q.dtype), mask, offset,
+                                   cfg.head_dim ** -0.5)
+            out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
+            return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), k_new, v_new
+        if k_cache is not None:
+            k_cache, v_cache = k_new, v_new
         k, v = k.astype(q.dtype), v.astype(q.dtype)
         if cfg.attention_chunk and t > cfg.attention_chunk:
             out = chunked_attention(q, k, v, mask, cfg.head_dim ** -0.5, cfg.attention_chunk)
@@ -101,6 +137,29 @@ def attend(q, k, v, mask, scale):
     scores = jnp.where(mask[:, None, None, :, :], scores, _NEG)
     probs = jax.nn.softmax(scores, axis=-1).astype(q.dtype)
     return jnp.einsum("bkgts,bskd->btkgd", probs, v)
+
+
+def attend_one_token(q, k_cache, v_cache, k_new, v_new, mask, offset, scale):
+    """`attend` for one query [b, 1, kv, g, d] over the cache's slots
+    (k, v [b, kv, s, d]) that ``mask`` [b, 1, s] allows before ``offset``,
+    and over its own key and value ([b, kv, 1, d]; allowed where ``mask``
+    allows slot ``offset``): the same result as writing the token into the
+    cache first."""
+    slots = k_cache.shape[2]
+    own = jax.lax.dynamic_index_in_dim(mask, offset, axis=2, keepdims=True)  # [b, 1, 1]
+    before = mask & (jnp.arange(slots) < offset)[None, None, :]
+    # Products and sums, not einsums: a matrix-vector product per (row, head)
+    # is memory-bound either way, and XLA's CPU backend runs these fused
+    # loops several times faster than its batched dot of the same shapes.
+    qh = q[:, 0]  # [b, kv, g, d]
+    scores = (qh[:, :, :, None, :] * k_cache[:, :, None]).astype(jnp.float32).sum(-1) * scale
+    scores = jnp.where(before[:, :, None, :], scores, _NEG)  # [b, kv, g, s]
+    self_score = (qh * k_new[:, :, 0][:, :, None]).astype(jnp.float32).sum(-1) * scale
+    self_score = jnp.where(own[:, :, None, 0], self_score, _NEG)[..., None]  # [b, kv, g, 1]
+    probs = jax.nn.softmax(jnp.concatenate([scores, self_score], axis=-1), axis=-1).astype(q.dtype)
+    out = ((probs[..., :slots, None] * v_cache[:, :, None]).sum(-2)
+           + probs[..., slots:] * v_new[:, :, 0][:, :, None])  # [b, kv, g, d]
+    return out[:, None]
 
 
 def chunked_attention(q, k, v, mask, scale, chunk: int):
@@ -218,19 +277,20 @@ class Decoder(nnx.Module):
 
             def body_cached(h, xs):
                 st, kc, vc = xs
-                h, kc, vc = layer_fn(graphdef, st, h, kc, vc)
-                return h, (kc, vc)
-            x, (k, v) = jax.lax.scan(body_cached, x, (layer_state, cache.k, cache.v))
-            return x, KVCache(k, v)
+                h, k_new, v_new = layer_fn(graphdef, st, h, kc, vc)
+                return h, (k_new, v_new)
+            x, (k_new, v_new) = jax.lax.scan(body_cached, x, (layer_state, cache.k, cache.v))
+            return x, _write_block(cache, k_new, v_new, offset)
         ks, vs = [], []
         for i, layer in enumerate(self.layers):
             graphdef, state = nnx.split(layer)
             kc = None if cache is None else cache.k[i]
             vc = None if cache is None else cache.v[i]
-            x, kc, vc = layer_fn(graphdef, state, x, kc, vc)
-            ks.append(kc)
-            vs.append(vc)
-        return x, (None if cache is None else KVCache(jnp.stack(ks), jnp.stack(vs)))
+            x, k_new, v_new = layer_fn(graphdef, state, x, kc, vc)
+            if cache is not None:
+                ks.append(jax.lax.dynamic_update_slice_in_dim(kc, k_new, offset, 2))
+                vs.append(jax.lax.dynamic_update_slice_in_dim(vc, v_new, offset, 2))
+        return x, (None if cache is None else KVCache(tuple(ks), tuple(vs)))
 
     def __call__(self, tokens, positions=None, mask=None, cache=None, offset=None,
                  input_mask=None):
@@ -238,6 +298,14 @@ class Decoder(nnx.Module):
         h, new_cache = self.hidden_states(tokens, positions, mask, cache, offset, input_mask)
         logits = jnp.dot(h, self.unembedding().astype(h.dtype), preferred_element_type=jnp.float32)
         return constrain(logits, ("batch", "seq", "act_vocab")), new_cache
+
+
+def _write_block(cache: KVCache, k_new, v_new, offset) -> KVCache:
+    """The stacked cache with every layer's new block [L, B, kv, t, d]
+    written at ``offset``: one in-place update of the stacked arrays."""
+    at = (0, 0, 0, offset, 0)
+    return KVCache(jax.lax.dynamic_update_slice(cache.k, k_new, at),
+                   jax.lax.dynamic_update_slice(cache.v, v_new, at))
 
 
 def init_decoder(cfg: DecoderConfig, seed: int = 0, mesh=None, rules=None) -> Decoder:

@@ -27,17 +27,19 @@ from models.sampling_ops import SamplingConfig, sample_tokens
 
 # The cache's dimensions as the sharding rules name them: rows follow the
 # batch rule, KV heads the heads' (models/sharding.py).
-CACHE_AXES = ("layers", "batch", "seq", "kv_heads", "head_dim")
+CACHE_AXES = ("layers", "batch", "kv_heads", "seq", "head_dim")
 
 
 def cache_sharding(mesh, shape) -> jax.sharding.NamedSharding | None:
-    """Where a KV cache of ``shape`` lives on ``mesh`` (None: no mesh, the
-    default device). Sharded over the batch like the rollout's rows: a whole
-    rollout batch's cache on each device would not fit at paper scale."""
+    """Where a KV cache array of ``shape`` (stacked [layers, ...] or one
+    layer's) lives on ``mesh`` (None: no mesh, the default device). Sharded
+    over the batch like the rollout's rows: a whole rollout batch's cache on
+    each device would not fit at paper scale."""
     if mesh is None:
         return None
     from models.sharding import logical_to_spec
-    return jax.sharding.NamedSharding(mesh, logical_to_spec(CACHE_AXES, shape, mesh))
+    axes = CACHE_AXES[-len(shape):]
+    return jax.sharding.NamedSharding(mesh, logical_to_spec(axes, shape, mesh))
 
 
 def params_mesh(params):
@@ -161,22 +163,24 @@ class Sampler:
     def _fit_cache(self, state, b, extra) -> GenerationState:
         if state is None:
             slots = _round_up(extra, self.cache_bucket)
-            shape = (self.cfg.num_layers, b, slots, self.cfg.num_kv_heads, self.cfg.head_dim)
-            sharding = cache_sharding(params_mesh(self.params), shape)
-            if sharding is None:
-                cache = KVCache.zeros(self.cfg, b, slots)
+            make = functools.partial(KVCache.zeros, self.cfg, b, slots)
+            mesh = params_mesh(self.params)
+            if mesh is None:
+                cache = make()
             else:  # made in place: a whole cache on one device first might not fit
-                cache = jax.jit(functools.partial(KVCache.zeros, self.cfg, b, slots),
-                                out_shardings=KVCache(sharding, sharding))()
+                shardings = jax.tree.map(lambda a: cache_sharding(mesh, a.shape),
+                                         jax.eval_shape(make))
+                cache = jax.jit(make, out_shardings=shardings)()
             return GenerationState(cache, jnp.zeros((b, slots), bool),
                                    0, np.zeros(b, np.int32), [[] for _ in range(b)], b)
         need = state.offset + extra
         if need <= state.cache.slots:
             return state
         grow = _round_up(need, self.cache_bucket) - state.cache.slots
-        pad = [(0, 0)] * 5
-        pad[2] = (0, grow)
-        cache = KVCache(jnp.pad(state.cache.k, pad), jnp.pad(state.cache.v, pad))
+
+        def pad(a):  # the slots axis is the second to last
+            return jnp.pad(a, [(0, 0)] * (a.ndim - 2) + [(0, grow), (0, 0)])
+        cache = jax.tree.map(pad, state.cache)
         return dataclasses.replace(state, cache=cache, valid=jnp.pad(state.valid, ((0, 0), (0, grow))))
 
     def _check_stop_strings(self, carry, alive, cut, config, decode):

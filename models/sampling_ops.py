@@ -79,6 +79,9 @@ def sample_tokens(logits, rng, temperature, top_k, top_p):
     needs_filter = (top_k > 0) | (top_p < 1.0)
     filtered = jax.lax.cond(needs_filter, _filter_top_k_top_p, lambda s, k, p: s,
                             scaled, top_k, top_p)
-    sampled = jax.random.categorical(rng, filtered, axis=-1)
-    tokens = jnp.where(greedy, jnp.argmax(logits, axis=-1), sampled).astype(jnp.int32)
+    # Greedy decoding draws no random numbers: a Gumbel draw over the whole
+    # vocabulary is a large share of a small model's decode step on CPU.
+    tokens = jax.lax.cond(greedy, lambda f: jnp.argmax(logits, axis=-1),
+                          lambda f: jax.random.categorical(rng, f, axis=-1),
+                          filtered).astype(jnp.int32)
     return tokens, jnp.take_along_axis(logp_all, tokens[:, None], axis=-1)[:, 0]

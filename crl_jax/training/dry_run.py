@@ -185,7 +185,7 @@ def kv_cache_bytes(cfg: DecoderConfig, rows: int, slots: int, mesh) -> tuple[int
     from models.sampler import batch_bucket
     # The sampler pads a batch to its bucket (134 rows -> 136), which then
     # divides over the devices.
-    shape = (cfg.num_layers, batch_bucket(rows), slots, cfg.num_kv_heads, cfg.head_dim)
+    shape = (cfg.num_layers, batch_bucket(rows), cfg.num_kv_heads, slots, cfg.head_dim)
     sharding = cache_sharding(mesh, shape)
     per = _shard_bytes(shape, cfg.jnp_dtype, sharding) if sharding is not None else (
         math.prod(shape) * np.dtype(cfg.jnp_dtype).itemsize)
