@@ -149,8 +149,9 @@ def attend_one_token(q, k_cache, v_cache, k_new, v_new, mask, offset, scale):
     own = jax.lax.dynamic_index_in_dim(mask, offset, axis=2, keepdims=True)  # [b, 1, 1]
     before = mask & (jnp.arange(slots) < offset)[None, None, :]
     # Products and sums, not einsums: a matrix-vector product per (row, head)
-    # is memory-bound either way, and XLA's CPU backend runs these fused
-    # loops several times faster than its batched dot of the same shapes.
+    # is memory-bound either way, and on XLA's CPU backend these fused loops
+    # made the whole sampler 10-40% faster than batched dots of the same
+    # shapes (measured on CPU only; GPU and TPU take the same code).
     qh = q[:, 0]  # [b, kv, g, d]
     scores = (qh[:, :, :, None, :] * k_cache[:, :, None]).astype(jnp.float32).sum(-1) * scale
     scores = jnp.where(before[:, :, None, :], scores, _NEG)  # [b, kv, g, s]
