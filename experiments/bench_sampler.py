@@ -6,14 +6,18 @@
 
 Both engines decode greedily for exactly --new_tokens tokens (no EOS stop),
 so the work is identical. The engines alternate within each repeat (a
-background job slows both alike), the machine's load average is printed
-with every row (a warning above 1: contention hurts the engines unequally,
-so such a ratio is not a result), and the bound column is the model's
+background job slows both alike). The load average is printed before the
+engines start, with a warning above 1 (contention hurts the engines
+unequally, so such a ratio is not a result), and with each row (where it
+includes the benchmark's own threads). The bound column is the model's
 weight matmuls alone, jitted in a loop of --new_tokens steps at the same
-batch: what a decoder could reach if everything but its matmuls were free. Peak memory is the peak resident set size of a
-child process that runs one engine alone (--engine=jax|torch), since both
-engines share the host allocator in the main process. It is reported whole
-and above the child's footprint after imports (the model + cache + work).
+batch, weights passed as arguments as the sampler's are: what a decoder
+could reach if everything but its matmuls were free.
+
+Peak memory is the peak resident set size of a child process that runs one
+engine alone (--engine=jax|torch), since both engines share the host
+allocator in the main process. It is reported whole and above the child's
+footprint after imports (the model + cache + work).
 """
 from __future__ import annotations
 
@@ -108,7 +112,7 @@ def _bound_runner():
     head = jax.random.normal(next(keys), (d, v)) * 0.02
 
     @jax.jit
-    def loop(x):
+    def loop(x, layers, head):
         def step(_, x):
             h = x
             for wq, wk, wv, wo, wg, wu, wd in layers:
@@ -118,7 +122,7 @@ def _bound_runner():
         return jax.lax.fori_loop(0, FLAGS.new_tokens, step, x)
 
     def run(prompts):
-        loop(jnp.ones((len(prompts), d))).block_until_ready()
+        loop(jnp.ones((len(prompts), d)), layers, head).block_until_ready()
         return len(prompts) * FLAGS.new_tokens
     return run
 
@@ -171,6 +175,12 @@ def main(_):
         print(base, _status_mb("VmHWM"))
         return
     results = []
+    # The load before any engine runs: during the run the benchmark's own
+    # threads (both engines use every core) count in the load average too.
+    load_before = os.getloadavg()[0]
+    print(f"load average before the run: {load_before:.2f}"
+          + (" (warning: above 1, the machine is not quiet: these rows are not a result)"
+             if load_before > 1 else ""))
     with tempfile.TemporaryDirectory() as path:
         _make_checkpoint(path)
         runs = {"ours": _jax_runner(path), "torch": _torch_runner(path), "bound": _bound_runner()}
@@ -194,12 +204,9 @@ def main(_):
             print(f"{batch:>5} {load:>5.2f} {a:>11.0f} {b:>12.0f} {a / b:>9.2f}x {bound:>12.0f} "
                   f"{a / bound:>9.2f}x {ma:>9.0f}/{wa:<9.0f} {mb:>10.0f}/{wb:<9.0f} "
                   f"{wa / wb:>13.2f}x")
-            if load > 1:
-                print(f"      warning: load average {load:.2f} > 1: the machine is not quiet, "
-                      "and this row is not a result")
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
-            json.dump(dict(config=dict(hidden=FLAGS.hidden, layers=FLAGS.layers, vocab=FLAGS.vocab,
+            json.dump(dict(load_average_before=load_before, config=dict(hidden=FLAGS.hidden, layers=FLAGS.layers, vocab=FLAGS.vocab,
                                        prompt_len=FLAGS.prompt_len, new_tokens=FLAGS.new_tokens),
                            results=results), f, indent=2)
 
