@@ -166,6 +166,12 @@ def parse_turn(text: str, fmt: str, style: str, env_name: str,
     return parse_ask(text, fmt), parse_action(text, fmt)
 
 
+def shows_valid_actions(style: str, env_name: str) -> bool:
+    """Whether the actor is shown the valid actions: always in the generic
+    style; in the released style where no action templates are listed."""
+    return style != "released" or not released_prompts.has_templates(env_name)
+
+
 def format_failure_ends(style: str, env_name: str) -> bool:
     """Whether an answer without an action ends the episode when
     rollout.end_on_format_failure is on: always in the generic style; in the

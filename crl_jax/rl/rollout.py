@@ -317,8 +317,7 @@ class RolloutEngine:
             last = ep.turns[-1]
             hist = (hist[:-1] if hist else ()) + ((f"ask: {last.asked}", last.observation),)
         actions = tuple(info.admissible_actions)
-        if self.config.prompt_style == "released" and prompts.released_prompts.has_templates(
-                ep.env_name):
+        if not prompts.shows_valid_actions(self.config.prompt_style, ep.env_name):
             actions = ()  # the system prompt's templates say how to act
         if self.config.format == "compact":
             actions = prompts.listed_actions(actions, self.config.list_actions)

@@ -121,7 +121,7 @@ def paper_config(name: str, envs: tuple, *, paper_limits: Limits, steps: int,
         # A thinking actor judging an entry (experience.actor_critic) reasons
         # first: it gets a turn's budget.
         rollout=RolloutConfig(max_turns=limits.max_turns, max_new_tokens=limits.max_new_tokens,
-                              max_prompt_tokens=limits.max_sequence, history=0,
+                              max_prompt_tokens=limits.max_sequence, history=4,
                               temperature=0.99, top_p=0.99, top_k=100, format="chat",
                               prompt_style="released", conversation=True,
                               end_on_format_failure=True,
