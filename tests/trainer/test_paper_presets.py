@@ -41,9 +41,7 @@ def checkpoints(tmp_path_factory):
 
 
 @pytest.mark.parametrize("preset", [
-    "alfworld", "alfworld:paper", "minihack_room", "webshop", "multitask6", "swe",
-    # multitask6 holds every environment of multitask3 (suite time)
-    pytest.param("multitask3", marks=pytest.mark.slow)])
+    "alfworld", "alfworld:paper", "minihack_room", "webshop", "multitask3", "multitask6", "swe"])
 def test_paper_preset_runs_a_step_on_tiny_checkpoints(preset, checkpoints, tmp_path):
     splits = ([] if preset == "swe" else
               ["env.train_split=generated", "env.eval_split=generated_eval", "env.num_generated=4"])
