@@ -206,9 +206,10 @@ def main(_):
                   f"{wa / wb:>13.2f}x")
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
-            json.dump(dict(load_average_before=load_before, config=dict(hidden=FLAGS.hidden, layers=FLAGS.layers, vocab=FLAGS.vocab,
-                                       prompt_len=FLAGS.prompt_len, new_tokens=FLAGS.new_tokens),
-                           results=results), f, indent=2)
+            config = dict(hidden=FLAGS.hidden, layers=FLAGS.layers, vocab=FLAGS.vocab,
+                          prompt_len=FLAGS.prompt_len, new_tokens=FLAGS.new_tokens)
+            json.dump(dict(load_average_before=load_before, config=config, results=results), f,
+                      indent=2)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ class KVCache(NamedTuple):
     head_dim, so a decoded token reads each head's keys as one contiguous
     matrix; and unrolled layers keep separate arrays because XLA's CPU
     backend copies a layer out of a stacked, loop-carried cache every decode
-    step, which cost more than the layer's matmuls (experiments/bench_sampler.py)."""
+    step (seen in its optimised HLO), which cost more than the layer's
+    matmuls; README "Sampler" gives the benchmark."""
 
     k: jax.Array | tuple
     v: jax.Array | tuple
@@ -96,38 +97,36 @@ class Attention(nnx.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         q = apply_rope(q, positions, inv_freq)
         k = apply_rope(k, positions, inv_freq)
-        if k_cache is not None:
-            # All rows share the slot offset (rows are aligned by left padding).
-            # The layer attends over its cache with this block written in, but
-            # hands back only the block's keys and values: the caller writes
-            # every layer's block into the stacked cache at once, in place,
-            # instead of rebuilding the whole cache each step.
-            k_new = k.astype(k_cache.dtype).transpose(0, 2, 1, 3)  # [b, kv, t, d]
-            v_new = v.astype(v_cache.dtype).transpose(0, 2, 1, 3)
-            if t > 1:  # a prompt block: attend over the cache with the block written in
-                k = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 2)
-                v = jax.lax.dynamic_update_slice_in_dim(v_cache, v_new, offset, 2)
-                k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [b, s, kv, d]
         groups = cfg.num_heads // cfg.num_kv_heads
         q = q.reshape(b, t, cfg.num_kv_heads, groups, cfg.head_dim)
-        if k_cache is not None and t == 1:
-            # One decoded token: its scores over the cache as it stands and
-            # over itself, never a copy of the cache with it written in (at
-            # large batch that copy costs as much as the layer's matmuls).
-            out = attend_one_token(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype),
-                                   k_new.astype(q.dtype), v_new.astype(q.dtype), mask, offset,
-                                   cfg.head_dim ** -0.5)
-            out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
-            return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), k_new, v_new
+        scale = cfg.head_dim ** -0.5
+        k_new = v_new = None  # this block's keys and values, for the caller to cache
         if k_cache is not None:
-            k_cache, v_cache = k_new, v_new
+            # All rows share the slot offset (rows are aligned by left padding).
+            # The caller writes the block into the cache in place; here the
+            # block only joins the attention.
+            k_new = k.astype(k_cache.dtype).transpose(0, 2, 1, 3)  # [b, kv, t, d]
+            v_new = v.astype(v_cache.dtype).transpose(0, 2, 1, 3)
+            if t == 1:
+                # One decoded token: its scores over the cache as it stands and
+                # over itself, never a copy of the cache with it written in (at
+                # large batch that copy costs as much as the layer's matmuls).
+                out = attend_one_token(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype),
+                                       k_new.astype(q.dtype), v_new.astype(q.dtype), mask,
+                                       offset, scale)
+                out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
+                return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), k_new, v_new
+            # A prompt block attends over a copy of the cache with the block
+            # written in ([b, s, kv, d]; once per generate call).
+            k = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 2).transpose(0, 2, 1, 3)
+            v = jax.lax.dynamic_update_slice_in_dim(v_cache, v_new, offset, 2).transpose(0, 2, 1, 3)
         k, v = k.astype(q.dtype), v.astype(q.dtype)
         if cfg.attention_chunk and t > cfg.attention_chunk:
-            out = chunked_attention(q, k, v, mask, cfg.head_dim ** -0.5, cfg.attention_chunk)
+            out = chunked_attention(q, k, v, mask, scale, cfg.attention_chunk)
         else:
-            out = attend(q, k, v, mask, cfg.head_dim ** -0.5)
+            out = attend(q, k, v, mask, scale)
         out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
-        return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), k_cache, v_cache
+        return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), k_new, v_new
 
 
 def attend(q, k, v, mask, scale):
@@ -150,8 +149,9 @@ def attend_one_token(q, k_cache, v_cache, k_new, v_new, mask, offset, scale):
     before = mask & (jnp.arange(slots) < offset)[None, None, :]
     # Products and sums, not einsums: a matrix-vector product per (row, head)
     # is memory-bound either way, and on XLA's CPU backend these fused loops
-    # made the whole sampler 10-40% faster than batched dots of the same
-    # shapes (measured on CPU only; GPU and TPU take the same code).
+    # beat its batched dots of the same shapes (the whole sampler 1.1-1.4x
+    # in an interleaved A/B at batch 8-64, 2026-12-02; measured on CPU only,
+    # GPU and TPU take the same code).
     qh = q[:, 0]  # [b, kv, g, d]
     scores = (qh[:, :, :, None, :] * k_cache[:, :, None]).astype(jnp.float32).sum(-1) * scale
     scores = jnp.where(before[:, :, None, :], scores, _NEG)  # [b, kv, g, s]

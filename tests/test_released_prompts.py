@@ -32,8 +32,10 @@ def test_alfworld_answers(text, want):
 
 
 def test_other_environments_take_any_answer():
-    assert rp.parse_answer("<think>a</think><answer>north</answer>", "minihack") == "north"
-    assert rp.parse_answer("<think>a</think><answer> </answer>", "minihack") is None
+    assert rp.family("webshop") == "other"
+    assert rp.parse_answer("<think>a</think><answer>search[red mug]</answer>",
+                           "webshop") == "search[red mug]"
+    assert rp.parse_answer("<think>a</think><answer> </answer>", "webshop") is None
 
 
 def test_tool_calls_and_their_replies():

@@ -115,7 +115,8 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
         manager.training_buffer.credit(key, record.success, record.outcome_baseline)
     shown = [guiding] if guiding is not None else []
     if config.consolidation_context and len(snapshot):
-        related = manager.search(query_text(record.goal, config.retrieval_key), record.task_key, k=config.consolidation_context,
+        related = manager.search(query_text(record.goal, config.retrieval_key), record.task_key,
+                                 k=config.consolidation_context,
                                  record=False).result(timeout=config.thread_timeout_s)
         shown += [r.entry for r in related if guiding is None or r.entry.id != guiding.id]
     shown = shown[:1 + config.consolidation_context]

@@ -97,7 +97,6 @@ class RolloutEngine:
         # Tokens the last play() sampled for the actor's turns, and the
         # seconds spent inside the sampler for them (rollout throughput).
         self.sampling_stats = {"tokens": 0, "seconds": 0.0}
-        self._asks_offered = 0  # search-and-ask calls the current play() offers an episode
         stops = set(getattr(tokenizer, "eos_ids", ()) or ()) | {tokenizer.eos_id}
         self.sampling = SamplingConfig(
             temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
@@ -134,7 +133,7 @@ class RolloutEngine:
             raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
         cfg = self.config
         self.sampling_stats = {"tokens": 0, "seconds": 0.0}  # this call's actor turns
-        self._asks_offered = cfg.max_asks if ask is not None else 0
+        asks_offered = cfg.max_asks if ask is not None else 0  # the first message says so
         episodes, infos, observations = [], [], []
         for env, task, g in zip(envs, tasks, guided):
             obs, info = env.reset(task)
@@ -164,7 +163,8 @@ class RolloutEngine:
             if not live:
                 break
             views = [self._view(episodes[i], observations[i], infos[i]) for i in live]
-            prompt_ids = [self._turn_prompt(episodes[i], v) for i, v in zip(live, views)]
+            prompt_ids = [self._turn_prompt(episodes[i], v, asks_offered)
+                          for i, v in zip(live, views)]
             if cfg.conversation:  # a conversation that outgrew the prompt ends here
                 fits = [j for j, p in enumerate(prompt_ids) if len(p) <= cfg.max_prompt_tokens]
                 for j in set(range(len(live))) - set(fits):
@@ -268,7 +268,7 @@ class RolloutEngine:
             ep.experience = ep.judgement.text_to_read(ep.retrieved)
             ep.judge_s = per_entry
 
-    def _turn_prompt(self, ep: Episode, view: prompts.TurnView) -> list[int]:
+    def _turn_prompt(self, ep: Episode, view: prompts.TurnView, asks_offered: int = 0) -> list[int]:
         """The ids the actor continues this turn. With rollout.conversation:
         the first turn's chat, then the last prompt + the last answer as
         sampled + the template's continuation (end of the answer, the next
@@ -278,8 +278,7 @@ class RolloutEngine:
             return self.prompt_ids(view)
         style = self.config.prompt_style
         if not ep.turns:
-            ep.messages = prompts.first_chat_messages(view, style, ep.env_name,
-                                                      self._asks_offered)
+            ep.messages = prompts.first_chat_messages(view, style, ep.env_name, asks_offered)
             return self.tokenizer.encode(self.tokenizer.apply_chat_template(
                 ep.messages, add_generation_prompt=True))
         last = ep.turns[-1]

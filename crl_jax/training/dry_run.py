@@ -181,8 +181,7 @@ def estimate_role(role: str, cfg: DecoderConfig, optim, loss, devices, mesh_conf
 def kv_cache_bytes(cfg: DecoderConfig, rows: int, slots: int, mesh) -> tuple[int, bool]:
     """Bytes of the sampler's KV cache on its fullest device, and whether it
     is sharded (models/sampler.py places it with the rules' batch axis)."""
-    from models.sampler import cache_sharding
-    from models.sampler import batch_bucket
+    from models.sampler import batch_bucket, cache_sharding
     # The sampler pads a batch to its bucket (134 rows -> 136), which then
     # divides over the devices.
     shape = (cfg.num_layers, batch_bucket(rows), cfg.num_kv_heads, slots, cfg.head_dim)

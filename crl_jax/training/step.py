@@ -192,14 +192,15 @@ def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
         metrics.update(run.entry_tracker.guided_metrics(episodes))
         run.entry_tracker.remember(episodes)
     with run.timings.time("actor_update"):
-        # exp_only freezes the actor; actor_train_after holds it while the bank fills
-        if cfg.experience.mode != "exp_only" and state.step >= cfg.train.actor_train_after:
-            samples = actor_samples(episodes, cfg)
-            metrics.update({f"actor/{k}": v for k, v in actor_updates(run, state, samples).items()})
-            metrics.update(_self_distillation(run, episodes))
-            run.sampler.update_params(run.actor.model)
-        elif cfg.experience.mode != "exp_only":
-            metrics["actor/updates"] = 0
+        if cfg.experience.mode != "exp_only":  # exp_only freezes the actor
+            if state.step < cfg.train.actor_train_after:  # held while the bank fills
+                metrics["actor/updates"] = 0
+            else:
+                samples = actor_samples(episodes, cfg)
+                metrics.update({f"actor/{k}": v
+                                for k, v in actor_updates(run, state, samples).items()})
+                metrics.update(_self_distillation(run, episodes))
+                run.sampler.update_params(run.actor.model)
     if run.manager is not None:
         feed_manager(run, state.step, episodes)
         if cfg.experience.sync:  # a fixed point: this step's consolidations and merge are in
