@@ -18,15 +18,14 @@ import os
 import queue
 import threading
 import time
-import types
 
-import numpy as np
 
 from crl_jax.experience import persistence
 from crl_jax.experience.config import ExperienceConfig
 from crl_jax.experience.entries import (AddEntry, DeleteEntry, Entry, EntryStats, MarkTrained,
                                         PublishReceipt, UpdateEntry, frozen_vector)
-from crl_jax.experience.snapshot import Snapshot, SnapshotReader, make_publisher
+from crl_jax.experience.delta_store import DeltaStore
+from crl_jax.experience.snapshot import CopyingStore, Snapshot, SnapshotReader
 
 _STOP = object()
 _MAX_REQUESTS_PER_PUBLISH = 256
@@ -45,6 +44,7 @@ class _Request:
     ops: tuple
     future: concurrent.futures.Future
     replace_with: persistence.BankState | None = None
+    compact: bool = False
 
 
 class ExperienceBank:
@@ -58,7 +58,11 @@ class ExperienceBank:
             raise ValueError(f"reader_slots must be >= 1, got {self.reader_slots}")
         self._published = Snapshot.empty(config.per_task)
         self._readers = tuple(SnapshotReader(self, s) for s in range(self.reader_slots))
-        self._publishers: dict = {}
+        if config.publish_mode == "delta":
+            self._store = DeltaStore(config, dim, self.reader_slots, on_merged=self._wake_writer)
+        else:
+            self._store = CopyingStore(config, dim, self.reader_slots, self._wait_for_readers)
+        self._oldest = 0  # FIFO eviction cursor: no live id is below it
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         self._usage: queue.SimpleQueue = queue.SimpleQueue()
         self._failure: BaseException | None = None
@@ -108,6 +112,23 @@ class ExperienceBank:
         """Add many entries in one publish (usearch builds the graph with all cores)."""
         return self.apply(ops, timeout)
 
+    def compact(self, timeout: float | None = None) -> PublishReceipt:
+        """Delta mode: fold every delta layer into a new base now and publish it
+        (the merger does this on its own in the background; tests and benchmarks
+        use this to start from a settled bank). Other modes: a plain publish."""
+        future = self._enqueue(_Request((), concurrent.futures.Future(), compact=True))
+        return future.result(timeout=self.config.thread_timeout_s if timeout is None else timeout)
+
+    @property
+    def merges(self) -> int:
+        """Delta mode: how many background merges have been installed (0 in other modes)."""
+        return getattr(self._store, "merges", 0)
+
+    def _wake_writer(self) -> None:
+        """A merge finished: an empty request makes the writer install it soon, even when idle."""
+        if not self._closing:
+            self._requests.put(_Request((), concurrent.futures.Future()))
+
     def _enqueue(self, request: _Request) -> concurrent.futures.Future:
         self.check()
         if self._closing:
@@ -133,6 +154,7 @@ class ExperienceBank:
         self._thread.join(self.config.thread_timeout_s if timeout is None else timeout)
         if self._thread.is_alive():
             raise TimeoutError("experience bank writer did not stop in time")
+        self._store.close()
         self._drain_pending()
         self.check()
 
@@ -175,11 +197,16 @@ class ExperienceBank:
                 stop = any(r is _STOP for r in batch)
                 batch = [r for r in batch if r is not _STOP]
                 group: list = []
-                for request in batch:  # a restore is a publish of its own
+                for request in batch:  # a restore or a compaction is a publish of its own
                     if request.replace_with is not None:
                         self._publish(group) if group else None
                         group = []
                         self._publish_replace(request)
+                    elif request.compact:
+                        self._publish(group) if group else None
+                        group = []
+                        self._store.compact()
+                        self._publish([request])
                     else:
                         group.append(request)
                 if group or (not self._usage.empty() and not stop):
@@ -252,7 +279,7 @@ class ExperienceBank:
     def _publish(self, requests: list) -> None:
         started = time.perf_counter()
         old = self._published
-        entries, stats = dict(old.entries), dict(old.stats)
+        entries, stats = self._store.working(old)
         state = {"next_id": old.next_id, "dropped": old.dropped_retrievals}
         touched: dict = {}
         acknowledged = []
@@ -288,52 +315,26 @@ class ExperienceBank:
             else:
                 stats[entry_id] = dataclasses.replace(s, retrieval_count=s.retrieval_count + 1,
                                                       last_retrieval_time=max(s.last_retrieval_time, when))
-        while len(entries) > self.config.cap:  # FIFO eviction: dicts keep insertion (= id) order
-            oldest = next(iter(entries))
+        while len(entries) > self.config.cap:  # FIFO eviction: ids are handed out in increasing order
+            while self._oldest not in entries:
+                self._oldest += 1
+            oldest = self._oldest
             touched.setdefault(oldest, entries[oldest])
             del entries[oldest]
             state["dropped"] += stats.pop(oldest).retrieval_count
-        partitions = self._publish_indexes(old, entries, touched)
-        self._published = Snapshot(old.version + 1, types.MappingProxyType(entries),
-                                   types.MappingProxyType(stats), types.MappingProxyType(partitions),
-                                   self.config.per_task, state["next_id"], old.retrievals_folded + folded,
-                                   state["dropped"])
+        entries, stats, partitions = self._store.publish(old, entries, stats, touched, old.version + 1)
+        self._published = Snapshot(old.version + 1, entries, stats, partitions, self.config.per_task,
+                                   state["next_id"], old.retrievals_folded + folded, state["dropped"])
         self.publish_seconds.append(time.perf_counter() - started)
         for request, added in acknowledged:
             request.future.set_result(PublishReceipt(old.version + 1, added))
 
-    def _publish_indexes(self, old: Snapshot, entries: dict, touched: dict) -> dict:
-        removes: dict = {}
-        adds: dict = {}
-        for entry_id, before in touched.items():
-            after = entries.get(entry_id)
-            if after is before:
-                continue
-            if before is not None:
-                removes.setdefault(old.partition_key(before.task_key), []).append(entry_id)
-            if after is not None:
-                adds.setdefault(old.partition_key(after.task_key), []).append(after)
-        partitions = dict(old.partitions)
-        for key in sorted(set(removes) | set(adds)):
-            if key not in self._publishers:
-                self._publishers[key] = make_publisher(self.config, self.dim, self.reader_slots)
-            new = adds.get(key, [])
-            diff = (np.asarray(removes.get(key, []), dtype=np.uint64),
-                    np.asarray([e.id for e in new], dtype=np.uint64),
-                    np.stack([e.embedding for e in new]) if new else np.zeros((0, self.dim), np.float32))
-            partitions[key] = self._publishers[key].publish(diff, old.version + 1, self._wait_for_readers)
-        return partitions
-
     def _publish_replace(self, request: _Request) -> None:
         state = request.replace_with
         old = self._published
-        touched = {entry_id: entry for entry_id, entry in old.entries.items()}
-        entries = {e.id: e for e in state.entries}
-        touched.update({entry_id: None for entry_id in entries if entry_id not in touched})
-        # A restored entry is a new object, so every restored id is re-indexed.
-        partitions = self._publish_indexes(old, entries, touched)
-        self._published = Snapshot(old.version + 1, types.MappingProxyType(entries),
-                                   types.MappingProxyType(dict(state.stats)), types.MappingProxyType(partitions),
-                                   self.config.per_task, max(state.next_id, old.next_id),
-                                   state.retrievals_folded, state.dropped_retrievals)
+        entries, stats, partitions = self._store.replace(old, state, old.version + 1)
+        self._oldest = min(entries, default=state.next_id)
+        self._published = Snapshot(old.version + 1, entries, stats, partitions, self.config.per_task,
+                                   max(state.next_id, old.next_id), state.retrievals_folded,
+                                   state.dropped_retrievals)
         request.future.set_result(PublishReceipt(old.version + 1, ()))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
-PUBLISH_MODES = ("copy", "double_buffer")
+PUBLISH_MODES = ("copy", "double_buffer", "delta")
 INDEX_DTYPES = ("f32", "bf16", "f16")
 RECENCY_CLOCKS = ("steps", "seconds")
 ENTRY_FORMATS = ("any", "title_content")
@@ -39,6 +39,9 @@ class ExperienceConfig:
     # stale set after its readers have left it. The benchmark decides (see
     # experiments/bench_experience.py); copy won on 2 cores.
     publish_mode: str = "copy"
+    delta_merge_at: int = 1024
+    """publish_mode="delta": ids changed since the base at which the delta layer
+    is merged into a new base in the background."""
     stats_flush_s: float = 0.05  # writer publishes pending usage events at least this often
     grace_timeout_s: float = 10.0  # double_buffer: max wait for readers to leave a stale set
     # Retrieval (Eq. 6).
@@ -108,7 +111,7 @@ class ExperienceConfig:
     def __post_init__(self):
         positive_ints = ("cap", "connectivity", "expansion_add", "expansion_search", "oversample_n",
                          "top_k", "batch_size", "cache_size", "workers", "train_batch_size",
-                         "max_ops_per_call", "max_entry_chars", "merge_chunk")
+                         "max_ops_per_call", "max_entry_chars", "merge_chunk", "delta_merge_at")
         for name in positive_ints:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

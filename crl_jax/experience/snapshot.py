@@ -191,3 +191,60 @@ def make_publisher(config: ExperienceConfig, dim: int, slots: int):
     if config.publish_mode == "copy":
         return CopyPublisher(config, dim, slots)
     return DoubleBufferPublisher(config, dim, slots)
+
+
+class CopyingStore:
+    """Writer-side state in copy and double-buffer modes: each publish copies the
+    entry and statistics maps (O(bank)) and publishes every changed partition's
+    index with that mode's publisher."""
+
+    def __init__(self, config: ExperienceConfig, dim: int, slots: int,
+                 wait_for_readers: Callable[[int], None]):
+        self.config, self.dim, self.slots = config, dim, slots
+        self._wait_for_readers = wait_for_readers
+        self._publishers: dict = {}
+
+    def working(self, old: Snapshot):
+        return dict(old.entries), dict(old.stats)
+
+    def publish(self, old: Snapshot, entries: dict, stats: dict, touched: dict, version: int):
+        partitions = self._publish_indexes(old, entries, touched, version)
+        return (types.MappingProxyType(entries), types.MappingProxyType(stats),
+                types.MappingProxyType(partitions))
+
+    def replace(self, old: Snapshot, state, version: int):
+        touched = dict(old.entries.items())
+        entries = {e.id: e for e in state.entries}
+        touched.update({entry_id: None for entry_id in entries if entry_id not in touched})
+        # A restored entry is a new object, so every restored id is re-indexed.
+        partitions = self._publish_indexes(old, entries, touched, version)
+        return (types.MappingProxyType(entries), types.MappingProxyType(dict(state.stats)),
+                types.MappingProxyType(partitions))
+
+    def compact(self) -> None:
+        """Nothing to fold: every publish is already whole."""
+
+    def close(self) -> None:
+        pass
+
+    def _publish_indexes(self, old: Snapshot, entries: dict, touched: dict, version: int) -> dict:
+        removes: dict = {}
+        adds: dict = {}
+        for entry_id, before in touched.items():
+            after = entries.get(entry_id)
+            if after is before:
+                continue
+            if before is not None:
+                removes.setdefault(old.partition_key(before.task_key), []).append(entry_id)
+            if after is not None:
+                adds.setdefault(old.partition_key(after.task_key), []).append(after)
+        partitions = dict(old.partitions)
+        for key in sorted(set(removes) | set(adds)):
+            if key not in self._publishers:
+                self._publishers[key] = make_publisher(self.config, self.dim, self.slots)
+            new = adds.get(key, [])
+            diff = (np.asarray(removes.get(key, []), dtype=np.uint64),
+                    np.asarray([e.id for e in new], dtype=np.uint64),
+                    np.stack([e.embedding for e in new]) if new else np.zeros((0, self.dim), np.float32))
+            partitions[key] = self._publishers[key].publish(diff, version, self._wait_for_readers)
+        return partitions

@@ -7,7 +7,7 @@ import pytest
 from crl_jax.experience import (AddEntry, BankClosedError, BankFailedError, DeleteEntry, ExperienceBank,
                                 ExperienceConfig, MarkTrained, UpdateEntry)
 
-MODES = ["copy", "double_buffer"]
+MODES = ["copy", "double_buffer", "delta"]
 DIM = 8
 
 
@@ -102,7 +102,7 @@ def test_writer_failure_is_surfaced_not_swallowed(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(bank._publishers["*"], "publish", broken)
+    monkeypatch.setattr(bank._store._publishers["*"], "publish", broken)
     future = bank.submit([AddEntry("t", "b", unit(1))])
     with pytest.raises(BankFailedError) as info:
         future.result(5)

@@ -16,7 +16,7 @@ def vec(seed):
     return v / np.linalg.norm(v)
 
 
-@pytest.mark.parametrize("mode", ["copy", "double_buffer"])
+@pytest.mark.parametrize("mode", ["copy", "double_buffer", "delta"])
 def test_round_trip(tmp_path, mode):
     config = ExperienceConfig(publish_mode=mode, workers=1, per_task=True)
     path = tmp_path / "bank.npz"

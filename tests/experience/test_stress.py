@@ -36,9 +36,10 @@ def check_snapshot_consistent(snapshot, keys, sims, queries):
             assert len(members) == GROUP and {e.text for e in members} == {f"{group}:{revision}"}
 
 
-@pytest.mark.parametrize("mode", ["copy", "double_buffer"])
-def test_readers_see_consistent_snapshots_while_the_writer_publishes(mode):
-    config = ExperienceConfig(publish_mode=mode, workers=READERS + 1, cap=10_000, stats_flush_s=0.01)
+# delta_merge_at=8: the delta mode's background merges run many times during the test.
+@pytest.mark.parametrize("mode,extra", [("copy", {}), ("double_buffer", {}), ("delta", {"delta_merge_at": 8})])
+def test_readers_see_consistent_snapshots_while_the_writer_publishes(mode, extra):
+    config = ExperienceConfig(publish_mode=mode, workers=READERS + 1, cap=10_000, stats_flush_s=0.01, **extra)
     bank = ExperienceBank(config, DIM)
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -97,4 +98,6 @@ def test_readers_see_consistent_snapshots_while_the_writer_publishes(mode):
     total_counts = sum(s.retrieval_count for s in snap.stats.values())
     assert snap.retrievals_folded == sum(made) > 0
     assert total_counts + snap.dropped_retrievals == sum(made)
+    if mode == "delta":
+        assert bank.merges >= 5, bank.merges  # readers searched across merged bases
     bank.close(10)
