@@ -1,13 +1,18 @@
 """Benchmark of the experience bank: snapshot publishing vs a reader/writer lock.
 
-    .venv/bin/python experiments/bench_experience.py --quick [--json out.json]
+    .venv/bin/python experiments/bench_experience.py --quick [--scale_sizes=100000,1000000] [--json out.json]
 
 Measures, in one process (ratios only; these machines swing about 2x):
 1. Reader search latency (p50/p99) and throughput with no writer and with a
-   writer publishing continuously, for the two snapshot modes (copy-on-publish,
-   double buffer) and for the paper's design: one index behind a
-   reader/writer lock (implemented here as the baseline).
+   writer publishing continuously, for the three snapshot modes (copy on
+   publish, double buffer, delta layers) and for the paper's design: one index
+   behind a reader/writer lock (implemented here as the baseline).
 2. Publish latency (writer side, one batch of 8 operations) against bank size.
+3. At scale (--scale_sizes; hashing-embedder vectors of generated texts, so
+   embedding does not dominate): the delta mode's publish latency against its
+   latency at 1k entries, and reader p99 idle / with a busy writer for the
+   delta mode and the lock baseline side by side. Both search the same HNSW
+   graph: the baseline's index is a copy of the delta bank's merged base.
 
 Vectors are MiniLM embeddings (models.bert_encoder.TextEmbedder) of generated
 experience-like texts, cached under --cache_dir; banks larger than the
@@ -33,8 +38,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crl_jax.experience import AddEntry, DeleteEntry, ExperienceBank, ExperienceConfig, HashingEmbedder  # noqa: E402
 from crl_jax.experience import UpdateEntry  # noqa: E402
 from crl_jax.experience.snapshot import PartitionIndex, new_index  # noqa: E402
+from usearch.index import Index  # noqa: E402
 
 FLAGS = flags.FLAGS
+MODES = ["copy", "double_buffer", "delta"]
 flags.DEFINE_bool("quick", False, "small sizes: under ~2 minutes on 2 cores once embeddings are cached")
 flags.DEFINE_string("json", None, "write all numbers to this JSON file")
 flags.DEFINE_string("cache_dir", "/tmp/crl_jax_bench_cache", "where embeddings are cached")
@@ -42,6 +49,9 @@ flags.DEFINE_integer("readers", 4, "reader threads (= search workers W)")
 flags.DEFINE_float("seconds", None, "seconds per latency phase (default 4, quick 1.5)")
 flags.DEFINE_float("writer_pause_s", 0.01, "pause between the busy writer's publishes")
 flags.DEFINE_string("dtype", "f32", "usearch dtype: f32 or bf16")
+flags.DEFINE_list("scale_sizes", None, "bank sizes of the scale section (default: none with --quick, "
+                  "else 100000,1000000)")
+flags.DEFINE_integer("scale_dim", 128, "hashing-embedder dimension of the scale section")
 
 OBJECTS = ["apple", "mug", "key", "book", "knife", "lamp", "potato", "towel", "egg", "pan", "door", "chest",
            "scroll", "wand", "fountain", "boulder", "statue", "ring", "coin", "cloth"]
@@ -141,14 +151,16 @@ class ReadWriteLock:
 class LockedBank:
     """Baseline: one mutable usearch index, readers and the writer behind a RW lock."""
 
-    def __init__(self, config, vectors):
-        self.index = new_index(config, vectors.shape[1])
-        self.index.add(np.arange(len(vectors)), vectors)
+    def __init__(self, config, vectors, index=None):
+        self.write_seconds: list[float] = []
+        if index is None:
+            index = new_index(config, vectors.shape[1])
+            index.add(np.arange(len(vectors)), vectors)
+        self.index = index
         self.lock = ReadWriteLock()
         # Same result post-processing as the snapshot readers, over the one shared index object.
         self.view = PartitionIndex((self.index,), len(vectors))
-        self.next_key = len(vectors)
-        self.live = list(range(len(vectors)))
+        self.live = LiveIds(range(len(vectors)))
 
     def search(self, queries, count):
         self.lock.acquire_read()
@@ -158,32 +170,62 @@ class LockedBank:
             self.lock.release_read()
 
     def write(self, add_vectors, update_vectors, n_delete, rng):
+        started = time.perf_counter()
         self.lock.acquire_write()
         try:
-            keys = np.arange(self.next_key, self.next_key + len(add_vectors))
-            self.next_key += len(keys)
-            self.index.add(keys, add_vectors)
-            updated = rng.choice(self.live[:-len(keys) or None], len(update_vectors), replace=False)
+            updated = self.live.some(rng, len(update_vectors))
+            self.index.add(self.live.add(len(add_vectors)), add_vectors)
             self.index.remove(updated)
             self.index.add(updated, update_vectors)
-            self.index.remove(np.asarray(self.live[:n_delete]))
-            self.live = self.live[n_delete:] + list(keys)
+            self.index.remove(self.live.pop_oldest(n_delete))
         finally:
             self.lock.release_write()
+            self.write_seconds.append(time.perf_counter() - started)
+
+
+class LiveIds:
+    """The writer's live ids, oldest first, with O(1) picks (a 1M-entry bank must
+    not cost the benchmark's writer O(bank) per batch: that would be measured)."""
+
+    def __init__(self, ids):
+        self.ids = list(ids)
+        self.head = 0
+        self.next_key = max(self.ids) + 1 if self.ids else 0
+
+    def add(self, n: int) -> np.ndarray:
+        new = np.arange(self.next_key, self.next_key + n)
+        self.next_key += n
+        self.ids.extend(new.tolist())
+        return new
+
+    def some(self, rng, n: int) -> np.ndarray:
+        """n distinct live ids, never among the next ones pop_oldest takes."""
+        picks = rng.choice(len(self.ids) - self.head - 4, n, replace=False) + self.head + 4
+        return np.asarray([self.ids[i] for i in picks])
+
+    def pop_oldest(self, n: int) -> np.ndarray:
+        self.head += n
+        return np.asarray(self.ids[self.head - n:self.head])
 
 
 def write_batch(rng, pool):
     return pool[rng.integers(len(pool), size=4)], pool[rng.integers(len(pool), size=2)]
 
 
-def bank_write(bank, rng, pool):
-    adds, updates = write_batch(rng, pool)
-    snapshot = bank.snapshot
-    ids = list(snapshot.entries)
-    ops = [AddEntry("t", "bench entry", v) for v in adds]
-    ops += [UpdateEntry(int(i), "bench update", v) for i, v in zip(rng.choice(ids[2:], 2, replace=False), updates)]
-    ops += [DeleteEntry(int(i)) for i in ids[:2]]
-    bank.apply(ops, timeout=120)
+class BankWriter:
+    """The busy writer of a snapshot bank: 4 adds, 2 updates, 2 deletes (oldest) per batch."""
+
+    def __init__(self, bank, pool):
+        self.bank, self.pool = bank, pool
+        self.live = LiveIds(bank.snapshot.entries)
+
+    def __call__(self, rng):
+        adds, updates = write_batch(rng, self.pool)
+        ops = [UpdateEntry(int(i), "bench update", v) for i, v in zip(self.live.some(rng, 2), updates)]
+        ops += [DeleteEntry(int(i)) for i in self.live.pop_oldest(2)]
+        ops += [AddEntry("t", "bench entry", v) for v in adds]
+        receipt = self.bank.apply(ops, timeout=120)
+        self.live.ids.extend(receipt.added_ids)
 
 
 def latency_phase(search, write, n_readers, seconds, queries, count, writer_pause):
@@ -229,12 +271,109 @@ def latency_phase(search, write, n_readers, seconds, queries, count, writer_paus
             "p99_ms": float(np.percentile(all_lat, 99)), "publishes": publishes[0]}
 
 
+def snapshot_bank(mode, n, vectors, dim, timeout=3600):
+    """A bank of n entries, settled: delta mode compacted into its base, the others warmed up."""
+    config = ExperienceConfig(publish_mode=mode, workers=FLAGS.readers, cap=10**8, index_dtype=FLAGS.dtype)
+    bank = ExperienceBank(config, dim)
+    bank.bulk_load([AddEntry("t", "bench entry", v) for v in vectors[:n]], timeout=timeout)
+    bank.compact(timeout=timeout)
+    return bank
+
+
+def latency_section(vectors, pool, queries, n_bank, seconds, count):
+    out = {}
+    for mode in MODES:
+        with snapshot_bank(mode, n_bank, vectors, pool.shape[1]) as bank:
+            writer = BankWriter(bank, pool)
+            writer(np.random.default_rng(7))  # double buffer: the first write replays the bulk load
+            search = lambda slot, q, k: bank.reader(slot).search(q, k)  # noqa: E731
+            for label, write in [("no_writer", None), ("busy_writer", writer)]:
+                out[f"{mode}/{label}"] = latency_phase(search, write, FLAGS.readers, seconds, queries, count,
+                                                       FLAGS.writer_pause_s)
+    locked = LockedBank(ExperienceConfig(index_dtype=FLAGS.dtype), vectors[:n_bank])
+    out.update(lock_phases(locked, pool, queries, seconds, count, prefix="rwlock"))
+    return out
+
+
+def lock_phases(locked, pool, queries, seconds, count, prefix):
+    """Reader latency of the lock baseline, idle and with its busy writer."""
+    out = {}
+    for label, write in [("no_writer", None), ("busy_writer", lambda r: locked.write(*write_batch(r, pool), 2, r))]:
+        out[f"{prefix}/{label}"] = latency_phase(lambda slot, q, k: locked.search(q, k), write, FLAGS.readers,
+                                                 seconds, queries, count, FLAGS.writer_pause_s)
+    return out
+
+
+def publish_ms(bank, pool, repeats=7) -> float:
+    """Median writer-side publish latency of the standard batch."""
+    writer = BankWriter(bank, pool)
+    writer(np.random.default_rng(7))  # warm-up (double buffer replays the bulk load)
+    bank.publish_seconds.clear()
+    rng = np.random.default_rng(5)
+    for _ in range(repeats):
+        writer(rng)
+    return 1e3 * statistics.median(bank.publish_seconds)
+
+
+def publish_section(vectors, pool, sizes, quick):
+    out = {}
+    for mode in MODES:
+        for n in sizes:
+            if mode == "double_buffer" and n > (5_000 if quick else 20_000):
+                continue  # building 2W indexes (and replaying the bulk load once) dominates the run time
+            with snapshot_bank(mode, n, vectors, pool.shape[1]) as bank:
+                out[f"{mode}/{n}"] = publish_ms(bank, pool)
+    return out
+
+
+def scale_section(sizes, seconds, count):
+    """Delta mode against the lock baseline at 100k-1M entries (hashing embeddings)."""
+    rng = np.random.default_rng(11)
+    embedder = HashingEmbedder(FLAGS.scale_dim)
+    pool = embedder.embed([experience_text(rng) for _ in range(20_000)])
+    queries = embedder.embed([query_text(rng) for _ in range(500)])
+    vectors = expand(pool, max(sizes), rng)
+    out = {"dim": FLAGS.scale_dim, "publish_ms": {}, "latency": {}, "build_s": {}, "lock_write_ms": {}}
+    for n in [1_000] + sizes:
+        started = time.perf_counter()
+        with snapshot_bank("delta", n, vectors, FLAGS.scale_dim) as bank:
+            out["build_s"][n] = time.perf_counter() - started
+            print(f"scale: {n} entries loaded and merged in {out['build_s'][n]:.0f} s "
+                  f"(load {os.getloadavg()[0]:.2f})", flush=True)
+            out["publish_ms"][n] = publish_ms(bank, pool, repeats=15)
+            if n == 1_000:
+                continue
+            # The baseline searches a copy of the same HNSW graph (no second 1M-entry build).
+            base = bank.snapshot.partitions["*"].base
+            locked = LockedBank(None, vectors[:len(bank.snapshot)], index=Index.restore(base.keepalive))
+            search = lambda slot, q, k: bank.reader(slot).search(q, k)  # noqa: E731
+            for label, write in [("no_writer", None), ("busy_writer", BankWriter(bank, pool))]:
+                out["latency"][f"delta/{n}/{label}"] = latency_phase(search, write, FLAGS.readers, seconds,
+                                                                     queries, count, FLAGS.writer_pause_s)
+        out["latency"].update(lock_phases(locked, pool, queries, seconds, count, prefix=f"rwlock/{n}"))
+        out["lock_write_ms"][n] = 1e3 * statistics.median(locked.write_seconds)
+    return out
+
+
+def print_latency(lat, count):
+    print(f"{'design/phase':28s} {'searches/s':>11s} {'p50 ms':>8s} {'p99 ms':>8s} {'publishes':>9s}")
+    for key, row in lat.items():
+        print(f"{key:28s} {row['searches_per_s']:11.0f} {row['p50_ms']:8.3f} {row['p99_ms']:8.3f} "
+              f"{row['publishes']:9d}")
+
+
 def main(_):
     quick = FLAGS.quick
     seconds = FLAGS.seconds or (1.5 if quick else 4.0)
     n_bank = 5_000 if quick else 20_000
     sizes = [1_000, 5_000, 20_000] if quick else [1_000, 5_000, 20_000, 100_000]
+    scale_sizes = [int(x) for x in (FLAGS.scale_sizes if FLAGS.scale_sizes is not None
+                                    else ([] if quick else ["100000", "1000000"]))]
     n_base, n_queries = (1_000, 200) if quick else (4_000, 500)
+    load_before = os.getloadavg()[0]
+    print(f"load average before the run: {load_before:.2f}")
+    if load_before > 1.0:
+        print("WARNING: load average above 1: other work is running; ratios taken now are not results")
     rng = np.random.default_rng(0)
     embedder, embedder_name = load_embedder()
     base = cached_embeddings(embedder, embedder_name, [experience_text(rng) for _ in range(n_base)],
@@ -243,48 +382,21 @@ def main(_):
                                 FLAGS.cache_dir)
     results = {"embedder": embedder_name, "dim": int(base.shape[1]), "bank_size": n_bank, "readers": FLAGS.readers,
                "seconds_per_phase": seconds, "writer_pause_s": FLAGS.writer_pause_s, "dtype": FLAGS.dtype,
-               "latency": {}, "publish_ms": {}}
+               "load_before": load_before}
     vectors = expand(base, max(sizes + [n_bank]), rng)
     count = 16  # N*K candidates
-
-    for mode in ["copy", "double_buffer"]:
-        config = ExperienceConfig(publish_mode=mode, workers=FLAGS.readers, cap=10**7, index_dtype=FLAGS.dtype)
-        with ExperienceBank(config, base.shape[1]) as bank:
-            bank.bulk_load([AddEntry("t", "bench entry", v) for v in vectors[:n_bank]], timeout=600)
-            bank_write(bank, np.random.default_rng(7), base)  # double buffer: the first write replays the bulk load
-            search = lambda slot, q, k: bank.reader(slot).search(q, k)  # noqa: E731
-            for label, write in [("no_writer", None), ("busy_writer", lambda r: bank_write(bank, r, base))]:
-                results["latency"][f"{mode}/{label}"] = latency_phase(search, write, FLAGS.readers, seconds, queries,
-                                                                      count, FLAGS.writer_pause_s)
-    locked = LockedBank(ExperienceConfig(index_dtype=FLAGS.dtype), vectors[:n_bank])
-    for label, write in [("no_writer", None), ("busy_writer", lambda r: locked.write(*write_batch(r, base), 2, r))]:
-        results["latency"][f"rwlock/{label}"] = latency_phase(lambda slot, q, k: locked.search(q, k), write,
-                                                              FLAGS.readers, seconds, queries, count,
-                                                              FLAGS.writer_pause_s)
-
-    for mode in ["copy", "double_buffer"]:
-        for n in sizes:
-            if mode == "double_buffer" and n > (5_000 if quick else 20_000):
-                continue  # building 2W indexes (and replaying the bulk load once) dominates the run time
-            config = ExperienceConfig(publish_mode=mode, workers=FLAGS.readers, cap=10**7, index_dtype=FLAGS.dtype)
-            with ExperienceBank(config, base.shape[1]) as bank:
-                bank.bulk_load([AddEntry("t", "bench entry", v) for v in vectors[:n]], timeout=1200)
-                bank_write(bank, np.random.default_rng(7), base)  # warm-up (double buffer replays the bulk load)
-                bank.publish_seconds.clear()
-                r = np.random.default_rng(5)
-                for _ in range(7):
-                    bank_write(bank, r, base)
-                results["publish_ms"][f"{mode}/{n}"] = 1e3 * statistics.median(bank.publish_seconds)
+    results["latency"] = latency_section(vectors, base, queries, n_bank, seconds, count)
+    results["publish_ms"] = publish_section(vectors, base, sizes, quick)
+    if scale_sizes:
+        results["scale"] = scale_section(scale_sizes, seconds, count)
+    results["load_after"] = os.getloadavg()[0]
 
     lat = results["latency"]
     print(f"\nembedder={embedder_name} dim={base.shape[1]} bank={n_bank} readers={FLAGS.readers} "
           f"dtype={FLAGS.dtype} {seconds:.1f} s/phase; each search = 4 queries x {count} candidates")
-    print(f"{'design/phase':28s} {'searches/s':>11s} {'p50 ms':>8s} {'p99 ms':>8s} {'publishes':>9s}")
-    for key, row in lat.items():
-        print(f"{key:28s} {row['searches_per_s']:11.0f} {row['p50_ms']:8.3f} {row['p99_ms']:8.3f} "
-              f"{row['publishes']:9d}")
+    print_latency(lat, count)
     ratios = {}
-    for design in ["copy", "double_buffer", "rwlock"]:
+    for design in MODES + ["rwlock"]:
         busy, idle = lat[f"{design}/busy_writer"], lat[f"{design}/no_writer"]
         ratios[design] = {"p99_busy_over_idle": busy["p99_ms"] / idle["p99_ms"],
                           "p50_busy_over_idle": busy["p50_ms"] / idle["p50_ms"],
@@ -292,20 +404,32 @@ def main(_):
         print(f"ratio {design:14s} p99 busy/idle {ratios[design]['p99_busy_over_idle']:6.2f}  "
               f"p50 busy/idle {ratios[design]['p50_busy_over_idle']:6.2f}  "
               f"throughput busy/idle {ratios[design]['throughput_busy_over_idle']:5.2f}")
-    ratios["rwlock_p99_over_copy_p99_busy"] = lat["rwlock/busy_writer"]["p99_ms"] / lat["copy/busy_writer"]["p99_ms"]
-    print(f"ratio rwlock/copy reader p99 with a busy writer: {ratios['rwlock_p99_over_copy_p99_busy']:.2f}")
+    for mode in MODES:
+        ratios[f"rwlock_p99_over_{mode}_p99_busy"] = (lat["rwlock/busy_writer"]["p99_ms"]
+                                                      / lat[f"{mode}/busy_writer"]["p99_ms"])
+        print(f"ratio rwlock/{mode} reader p99 with a busy writer: "
+              f"{ratios[f'rwlock_p99_over_{mode}_p99_busy']:.2f}")
     print("\npublish latency (writer side, batch of 4 adds + 2 updates + 2 deletes, median of 7):")
     for key, ms in results["publish_ms"].items():
         print(f"  {key:22s} {ms:8.2f} ms")
-    for n in sizes:
-        if f"double_buffer/{n}" in results["publish_ms"]:
-            ratios[f"publish_double_over_copy_{n}"] = (results["publish_ms"][f"double_buffer/{n}"]
-                                                       / results["publish_ms"][f"copy/{n}"])
-            print(f"ratio double_buffer/copy publish at {n}: {ratios[f'publish_double_over_copy_{n}']:.2f}")
+    if scale_sizes:
+        scale = results["scale"]
+        print(f"\nat scale (delta mode, HashingEmbedder({scale['dim']}) vectors, median publish of 15):")
+        print_latency(scale["latency"], count)
+        for n in scale_sizes:
+            publish_ratio = scale["publish_ms"][n] / scale["publish_ms"][1_000]
+            p99 = {d: scale["latency"][f"{d}/{n}/busy_writer"]["p99_ms"] for d in ("delta", "rwlock")}
+            ratios[f"scale_{n}"] = {"publish_over_1k": publish_ratio, "rwlock_p99_over_delta_p99_busy":
+                                    p99["rwlock"] / p99["delta"]}
+            print(f"  {n:>9,d} entries: publish {scale['publish_ms'][n]:.2f} ms = {publish_ratio:.2f}x "
+                  f"the 1k bank's {scale['publish_ms'][1_000]:.2f} ms; lock write {scale['lock_write_ms'][n]:.2f}"
+                  f" ms; reader p99 with a busy writer: lock {p99['rwlock']:.2f} ms / delta {p99['delta']:.2f} ms"
+                  f" = {p99['rwlock'] / p99['delta']:.2f}")
+    print(f"load average after the run: {results['load_after']:.2f}")
     results["ratios"] = ratios
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
-            json.dump(results, f, indent=2)
+            json.dump(results, f, indent=2, default=str)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ import queue
 import threading
 import time
 
-
 from crl_jax.experience import persistence
 from crl_jax.experience.config import ExperienceConfig
 from crl_jax.experience.entries import (AddEntry, DeleteEntry, Entry, EntryStats, MarkTrained,

@@ -31,42 +31,65 @@ import types
 from typing import Callable
 
 import numpy as np
-from usearch.index import Index
+from usearch.index import Index, MetricKind
+from usearch.index import search as usearch_search
 
 from crl_jax.experience.config import ExperienceConfig
-from crl_jax.experience.layers import GONE, LayeredMap, LayeredWriter, merged
+from crl_jax.experience.layers import GONE, LayeredWriter, merged
 from crl_jax.experience.snapshot import ALL_TASKS, PartitionIndex, new_index
 
 _EMPTY = types.MappingProxyType({})
 
 
+_LIVE = np.iinfo(np.int64).max  # "not dead yet": a version no snapshot reaches
+
+
 class Rows:
-    """Append-only (id, entry, vector) rows of one partition in one delta layer.
+    """Append-only (id, vector) rows of one partition in one delta layer.
 
     A published snapshot sees the first `n` rows; the writer only appends past
-    them (growing into a new array, so old snapshots keep theirs).
+    them (growing into new arrays, so old snapshots keep theirs) and stamps
+    `dead_at[r]` once, with the version whose publish superseded or deleted the
+    row: a snapshot of version v sees row r iff dead_at[r] > v.
     """
 
     def __init__(self, dim: int, capacity: int = 64):
         self.vectors = np.zeros((capacity, dim), np.float32)
         self.ids = np.zeros(capacity, np.int64)
-        self.entries: list = []
+        self.dead_at = np.full(capacity, _LIVE, np.int64)
+        self.n = 0
 
-    def __len__(self):
-        return len(self.entries)
-
-    def append(self, entry) -> None:
-        n = len(self.entries)
-        if n == len(self.ids):
+    def append(self, entry) -> int:
+        if self.n == len(self.ids):
             self.vectors = np.concatenate([self.vectors, np.zeros_like(self.vectors)])
             self.ids = np.concatenate([self.ids, np.zeros_like(self.ids)])
-        self.vectors[n] = entry.embedding
-        self.ids[n] = entry.id
-        self.entries.append(entry)
+            self.dead_at = np.concatenate([self.dead_at, np.full_like(self.dead_at, _LIVE)])
+        self.vectors[self.n] = entry.embedding
+        self.ids[self.n] = entry.id
+        self.n += 1
+        return self.n - 1
 
     def view(self) -> tuple:
-        n = len(self.entries)
-        return self.vectors[:n], self.ids[:n], self.entries
+        return self.vectors[:self.n], self.ids[:self.n], self.dead_at[:self.n]
+
+
+def exact_rows(dataset: np.ndarray, queries: np.ndarray, count: int):
+    """Exact cosine top-count rows of a small matrix: (rows [q, count], similarities).
+
+    usearch's brute-force kernel on one thread, not a NumPy product: BLAS would
+    start its own threads inside every reader thread, and on few cores that
+    oversubscription doubled the readers' p99 latency (bench_experience.py)."""
+    found = usearch_search(dataset, queries, count, MetricKind.Cos, exact=True, threads=1)
+    rows = np.atleast_2d(np.asarray(found.keys, dtype=np.int64))
+    sims = 1.0 - np.atleast_2d(np.asarray(found.distances, dtype=np.float32))
+    return rows, sims
+
+
+def kill(dead_at: np.ndarray, row: int, version: int) -> None:
+    """Stamp a row (or a base id) dead from `version` on; the first stamp stays
+    (a later one would bring it back for the snapshots in between)."""
+    if dead_at[row] == _LIVE:
+        dead_at[row] = version
 
 
 @dataclasses.dataclass
@@ -74,66 +97,79 @@ class _Layer:
     entries: dict = dataclasses.field(default_factory=dict)
     stats: dict = dataclasses.field(default_factory=dict)
     rows: dict = dataclasses.field(default_factory=dict)  # partition key -> Rows
+    row_of: dict = dataclasses.field(default_factory=dict)  # id -> (partition key, row) of its live row
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class _Base:
     entries: dict
     stats: dict
     indexes: dict  # partition key -> PartitionIndex
+    dead_at: np.ndarray  # per id: the version from which a delta layer overrides the base's copy
+    overridden: int = 0  # ids stamped in dead_at
 
 
 class DeltaPartition:
-    """Read-only search structure of one partition: base index plus delta rows."""
+    """Read-only search structure of one partition: base index plus delta rows, at one version."""
 
-    __slots__ = ("base", "layers", "entries", "size")
+    __slots__ = ("base", "base_dead_at", "overridden", "layers", "version", "size")
 
-    def __init__(self, base: PartitionIndex | None, layers: tuple, entries: LayeredMap, size: int):
-        self.base = base
-        self.layers = layers  # ((delta index in entries.deltas, vectors, ids, row entries), ...)
-        self.entries = entries
+    def __init__(self, base, base_dead_at, overridden: int, layers: tuple, version: int, size: int):
+        self.base, self.base_dead_at, self.overridden = base, base_dead_at, overridden
+        self.layers = layers  # ((vectors, ids, dead_at), ...) of each delta layer
+        self.version = version
         self.size = size
+
+    def _base_hits(self, slot, vectors, count, exact):
+        want = min(count + min(self.overridden, count), self.base.size)
+        keys, sims = self.base.search(slot, vectors, want, exact=exact)
+        if not self.overridden:
+            return keys, sims
+        dead = self.base_dead_at[np.maximum(keys, 0)] <= self.version
+        dead &= keys >= 0
+        short = (want - dead.sum(axis=1)) < count
+        if want < self.base.size and short.any():
+            # Many overridden ids near these queries: ask again for all that could be hidden.
+            return self._base_hits_all(slot, vectors, count, exact)
+        return np.where(dead, -1, keys), np.where(dead, -np.inf, sims).astype(np.float32)
+
+    def _base_hits_all(self, slot, vectors, count, exact):
+        want = min(count + self.overridden, self.base.size)
+        keys, sims = self.base.search(slot, vectors, want, exact=exact)
+        dead = (self.base_dead_at[np.maximum(keys, 0)] <= self.version) & (keys >= 0)
+        return np.where(dead, -1, keys), np.where(dead, -np.inf, sims).astype(np.float32)
 
     def search(self, slot: int, vectors: np.ndarray, count: int, exact: bool = False):
         """Returns (keys [q, count] int64 with -1 padding, similarities [q, count] float32)."""
         n_queries = len(vectors)
-        hits = [[] for _ in range(n_queries)]  # (similarity, key) per query
+        keys = [np.full((n_queries, 0), -1, np.int64)]
+        sims = [np.full((n_queries, 0), -np.inf, np.float32)]
         if self.base is not None and self.base.size:
-            shadowed = sum(len(d) for d in self.entries.deltas)
-            want = min(count + min(shadowed, count), self.base.size)
-            keys, sims = self.base.search(slot, vectors, want, exact=exact)
-            for row in range(n_queries):
-                kept = [(s, k) for k, s in zip(keys[row], sims[row])
-                        if k >= 0 and not self.entries.shadows(int(k))]
-                if len(kept) < count and want < self.base.size and shadowed > count:
-                    # Many shadowed ids near this query: ask again for all that could be hidden.
-                    more_keys, more_sims = self.base.search(slot, vectors[row:row + 1],
-                                                            min(count + shadowed, self.base.size), exact=exact)
-                    kept = [(s, k) for k, s in zip(more_keys[0], more_sims[0])
-                            if k >= 0 and not self.entries.shadows(int(k))]
-                hits[row].extend(kept[:count])
-        for depth, layer_vectors, ids, row_entries in self.layers:
+            base_keys, base_sims = self._base_hits(slot, vectors, count, exact)
+            keys.append(base_keys)
+            sims.append(base_sims)
+        for layer_vectors, ids, dead_at in self.layers:
             if not len(ids):
                 continue
-            delta = self.entries.deltas[depth]
-            similarity = layer_vectors @ vectors.T  # [rows, q]: exact, the layers are small
-            for row in range(n_queries):
-                kept = 0
-                for r in np.argsort(-similarity[:, row], kind="stable"):
-                    key = int(ids[r])
-                    if delta.get(key) is not row_entries[r] or self.entries.shadows(key, depth + 1):
-                        continue  # an older row of an updated entry, or changed in a layer above
-                    hits[row].append((float(similarity[r, row]), key))
-                    kept += 1
-                    if kept == count:
-                        break
-        out_keys = np.full((n_queries, count), -1, dtype=np.int64)
-        out_sims = np.full((n_queries, count), -np.inf, dtype=np.float32)
-        for row, found in enumerate(hits):
-            found.sort(key=lambda h: -h[0])
-            for j, (sim, key) in enumerate(found[:count]):
-                out_keys[row, j], out_sims[row, j] = key, sim
-        return out_keys, out_sims
+            dead = dead_at <= self.version
+            rows, layer_sims = exact_rows(layer_vectors, vectors, min(count + int(dead.sum()), len(ids)))
+            gone = (rows < 0) | dead[np.maximum(rows, 0)]
+            keys.append(np.where(gone, -1, ids[np.maximum(rows, 0)]))
+            sims.append(np.where(gone, -np.inf, layer_sims).astype(np.float32))
+        keys, sims = np.concatenate(keys, axis=1), np.concatenate(sims, axis=1)
+        order = np.argsort(-sims, axis=1, kind="stable")[:, :count]
+        out_keys = np.take_along_axis(keys, order, axis=1)
+        out_sims = np.take_along_axis(sims, order, axis=1)
+        out_keys[~np.isfinite(out_sims)] = -1
+        if out_keys.shape[1] < count:
+            pad = count - out_keys.shape[1]
+            out_keys = np.pad(out_keys, ((0, 0), (0, pad)), constant_values=-1)
+            out_sims = np.pad(out_sims, ((0, 0), (0, pad)), constant_values=-np.inf)
+        return out_keys, out_sims.astype(np.float32)
+
+
+def _new_base(entries: dict, stats: dict, indexes: dict) -> _Base:
+    return _Base(entries, stats, indexes, np.full(max(entries, default=-1) + 1, _LIVE, np.int64))
 
 
 class DeltaStore:
@@ -144,7 +180,7 @@ class DeltaStore:
         self._on_merged = on_merged
         self._merger = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="crl-bank-merger")
         self._masters: dict = {}  # partition key -> mutable Index; touched by the merger thread only
-        self._base = _Base({}, {}, {})
+        self._base = _new_base({}, {}, {})
         self._frozen: _Layer | None = None
         self._merging: concurrent.futures.Future | None = None
         self._active = _Layer()
@@ -170,51 +206,60 @@ class DeltaStore:
         return self._entries, self._stats
 
     def publish(self, old, entries, stats, touched: dict, version: int):
-        """Append rows for what changed; return (entries, stats, partitions) of the new snapshot."""
+        """Stamp what changed, append rows for new values; return the new snapshot's
+        (entries, stats, partitions). O(changes), never O(bank)."""
+        base = self._base
         for entry_id, before in touched.items():
             after = entries.get(entry_id)
-            if after is not None and after is not before:
+            if after is before:
+                continue
+            if entry_id < len(base.dead_at) and base.dead_at[entry_id] == _LIVE:
+                base.dead_at[entry_id] = version
+                base.overridden += 1
+            for layer in (self._frozen, self._active):
+                found = layer.row_of.pop(entry_id, None) if layer is not None else None
+                if found is not None:
+                    kill(layer.rows[found[0]].dead_at, found[1], version)
+            if after is not None:
                 key = self._partition(after.task_key)
-                self._active.rows.setdefault(key, Rows(self.dim)).append(after)
-        view = self._snapshot_maps()
+                rows = self._active.rows.setdefault(key, Rows(self.dim))
+                self._active.row_of[entry_id] = (key, rows.append(after))
+        view = self._snapshot(version)
         if self._merging is None and max(len(self._active.entries), len(self._active.stats)) >= \
                 self.config.delta_merge_at:
             self._start_merge()
         return view
 
-    def _snapshot_maps(self):
-        entries, stats = self._entries.view(), self._stats.view()
+    def _snapshot(self, version: int):
         layers = ([self._frozen] if self._frozen is not None else []) + [self._active]
-        keys = set(self._base.indexes)
-        for layer in layers:
-            keys.update(layer.rows)
+        base = self._base
         partitions = {}
-        for key in sorted(keys):
-            parts = []
-            for depth, layer in enumerate(layers):
-                rows = layer.rows.get(key)
-                if rows is not None and len(rows):
-                    parts.append((depth, *rows.view()))
-            base = self._base.indexes.get(key)
-            # An upper bound (superseded rows count): an exact count per partition would be O(bank).
-            size = (base.size if base is not None else 0) + sum(len(p[2]) for p in parts)
-            partitions[key] = DeltaPartition(base, tuple(parts), entries, size)
-        return entries, stats, types.MappingProxyType(partitions)
+        for key in sorted(set(base.indexes).union(*(layer.rows for layer in layers))):
+            views = tuple(layer.rows[key].view() for layer in layers if key in layer.rows)
+            index = base.indexes.get(key)
+            # An upper bound (dead rows count): an exact count per partition would be O(bank).
+            size = (index.size if index is not None else 0) + sum(len(v[1]) for v in views)
+            partitions[key] = DeltaPartition(index, base.dead_at, base.overridden, views, version, size)
+        return self._entries.view(), self._stats.view(), types.MappingProxyType(partitions)
 
     # ----- merging ----------------------------------------------------------------------------
-    def _start_merge(self) -> None:
+    def _start_merge(self, threads: int = 1) -> None:
         self._frozen, self._active = self._active, _Layer()
         self._rewire(len(self._entries), len(self._stats))
-        base, frozen = self._base, self._frozen
-        self._merging = self._merger.submit(self._merge, base, frozen)
+        self._merging = self._merger.submit(self._merge, self._base, self._frozen, threads)
         self._merging.add_done_callback(lambda _: self._on_merged())
 
     def _install(self, base: _Base) -> None:
+        # Ids changed since the freeze override the new base in every snapshot that uses it.
+        for entry_id in self._active.entries:
+            if entry_id < len(base.dead_at) and base.dead_at[entry_id] == _LIVE:
+                base.dead_at[entry_id] = 0
+                base.overridden += 1
         self._base, self._frozen, self._merging = base, None, None
         self.merges += 1
         self._rewire(len(self._entries), len(self._stats))
 
-    def _merge(self, base: _Base, frozen: _Layer) -> _Base:
+    def _merge(self, base: _Base, frozen: _Layer, threads: int = 1) -> _Base:
         """Merger thread: base + frozen layer -> a new base (O(bank), off the write path)."""
         removes: dict = {}
         adds: dict = {}
@@ -226,10 +271,13 @@ class DeltaStore:
                 adds.setdefault(self._partition(after.task_key), []).append(after)
         indexes = dict(base.indexes)
         for key in sorted(set(removes) | set(adds)):
-            indexes[key] = self._apply_to_master(key, removes.get(key, []), adds.get(key, []))
-        return _Base(merged(base.entries, frozen.entries), merged(base.stats, frozen.stats), indexes)
+            indexes[key] = self._apply_to_master(key, removes.get(key, []), adds.get(key, []), threads)
+        return _new_base(merged(base.entries, frozen.entries), merged(base.stats, frozen.stats), indexes)
 
-    def _apply_to_master(self, key: str, remove_ids: list, add_entries: list) -> PartitionIndex:
+    def _apply_to_master(self, key: str, remove_ids: list, add_entries: list, threads: int = 1) -> PartitionIndex:
+        """One thread by default: a background merge must not take every core from
+        the readers (usearch's own default); compact and restore, which callers
+        wait for, use them all (threads=0)."""
         master = self._masters.get(key)
         if master is None:
             master = self._masters[key] = new_index(self.config, self.dim)
@@ -237,7 +285,7 @@ class DeltaStore:
             master.remove(np.asarray(remove_ids, dtype=np.uint64))
         if add_entries:
             master.add(np.asarray([e.id for e in add_entries], dtype=np.uint64),
-                       np.stack([e.embedding for e in add_entries]))
+                       np.stack([e.embedding for e in add_entries]), threads=threads)
         buffer = master.save()
         views = tuple(Index.restore(buffer, view=True) for _ in range(self.slots))
         return PartitionIndex(views, len(master), keepalive=buffer)
@@ -247,7 +295,7 @@ class DeltaStore:
         if self._merging is not None:
             self._install(self._merging.result())
         if self._active.entries or self._active.stats:
-            self._start_merge()
+            self._start_merge(threads=0)
             self._install(self._merging.result())
 
     def replace(self, old, state, version: int):
@@ -259,15 +307,16 @@ class DeltaStore:
         base = self._merger.submit(self._rebuild, entries, dict(state.stats)).result()
         self._base, self._frozen, self._active = base, None, _Layer()
         self._rewire(len(entries), len(base.stats))
-        return self._snapshot_maps()
+        return self._snapshot(version)
 
     def _rebuild(self, entries: dict, stats: dict) -> _Base:
         self._masters.clear()
         by_partition: dict = {}
         for entry in entries.values():
             by_partition.setdefault(self._partition(entry.task_key), []).append(entry)
-        indexes = {key: self._apply_to_master(key, [], group) for key, group in sorted(by_partition.items())}
-        return _Base(entries, stats, indexes)
+        indexes = {key: self._apply_to_master(key, [], group, threads=0)
+                   for key, group in sorted(by_partition.items())}
+        return _new_base(entries, stats, indexes)
 
     def close(self) -> None:
         self._merger.shutdown(wait=True)

@@ -37,12 +37,12 @@ def new_index(config: ExperienceConfig, dim: int) -> Index:
 class PartitionIndex:
     """Read-only search structures of one partition: one usearch Index per reader slot."""
 
-    __slots__ = ("indexes", "size", "_keepalive")
+    __slots__ = ("indexes", "size", "keepalive")
 
     def __init__(self, indexes: tuple[Index, ...], size: int, keepalive=None):
         self.indexes = indexes
         self.size = size
-        self._keepalive = keepalive  # the serialised bytes the views map (copy mode)
+        self.keepalive = keepalive  # the serialised bytes the views map (copy and delta modes)
 
     def search(self, slot: int, vectors: np.ndarray, count: int, exact: bool = False):
         """Returns (keys [q, count] int64 with -1 padding, similarities [q, count] float32)."""
