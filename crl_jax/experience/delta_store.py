@@ -225,9 +225,11 @@ class DeltaStore:
                 rows = self._active.rows.setdefault(key, Rows(self.dim))
                 self._active.row_of[entry_id] = (key, rows.append(after))
         view = self._snapshot(version)
-        if self._merging is None and max(len(self._active.entries), len(self._active.stats)) >= \
-                self.config.delta_merge_at:
-            self._start_merge()
+        changed = max(len(self._active.entries), len(self._active.stats))
+        if self._merging is None and changed >= self.config.delta_merge_at:
+            # A layer far past the threshold is a bulk load: an index build that
+            # its caller waits for (compact), so it gets every core.
+            self._start_merge(threads=0 if changed > 16 * self.config.delta_merge_at else 1)
         return view
 
     def _snapshot(self, version: int):
