@@ -347,19 +347,25 @@ def scale_section(sizes, seconds, count):
             base = bank.snapshot.partitions["*"].base
             locked = LockedBank(None, vectors[:len(bank.snapshot)], index=Index.restore(base.keepalive))
             search = lambda slot, q, k: bank.reader(slot).search(q, k)  # noqa: E731
-            for label, write in [("no_writer", None), ("busy_writer", BankWriter(bank, pool))]:
+            writer = BankWriter(bank, pool)
+            for label, write in [("no_writer", None), ("busy_writer", writer), ("busy_writer+merge", writer)]:
+                merges = bank.merges
+                if label.endswith("+merge"):  # the worst case: a background merge during the phase
+                    bank.compact(wait=False)
                 out["latency"][f"delta/{n}/{label}"] = latency_phase(search, write, FLAGS.readers, seconds,
                                                                      queries, count, FLAGS.writer_pause_s)
+                out["latency"][f"delta/{n}/{label}"]["merges"] = bank.merges - merges
         out["latency"].update(lock_phases(locked, pool, queries, seconds, count, prefix=f"rwlock/{n}"))
         out["lock_write_ms"][n] = 1e3 * statistics.median(locked.write_seconds)
     return out
 
 
 def print_latency(lat, count):
-    print(f"{'design/phase':28s} {'searches/s':>11s} {'p50 ms':>8s} {'p99 ms':>8s} {'publishes':>9s}")
+    print(f"{'design/phase':34s} {'searches/s':>11s} {'p50 ms':>8s} {'p99 ms':>8s} {'publishes':>9s} "
+          f"{'merges':>6s}")
     for key, row in lat.items():
-        print(f"{key:28s} {row['searches_per_s']:11.0f} {row['p50_ms']:8.3f} {row['p99_ms']:8.3f} "
-              f"{row['publishes']:9d}")
+        print(f"{key:34s} {row['searches_per_s']:11.0f} {row['p50_ms']:8.3f} {row['p99_ms']:8.3f} "
+              f"{row['publishes']:9d} {row.get('merges', '-'):>6}")
 
 
 def main(_):
@@ -419,12 +425,15 @@ def main(_):
         for n in scale_sizes:
             publish_ratio = scale["publish_ms"][n] / scale["publish_ms"][1_000]
             p99 = {d: scale["latency"][f"{d}/{n}/busy_writer"]["p99_ms"] for d in ("delta", "rwlock")}
+            merging = scale["latency"][f"delta/{n}/busy_writer+merge"]["p99_ms"]
             ratios[f"scale_{n}"] = {"publish_over_1k": publish_ratio, "rwlock_p99_over_delta_p99_busy":
-                                    p99["rwlock"] / p99["delta"]}
+                                    p99["rwlock"] / p99["delta"],
+                                    "rwlock_p99_over_delta_p99_busy_merging": p99["rwlock"] / merging}
             print(f"  {n:>9,d} entries: publish {scale['publish_ms'][n]:.2f} ms = {publish_ratio:.2f}x "
                   f"the 1k bank's {scale['publish_ms'][1_000]:.2f} ms; lock write {scale['lock_write_ms'][n]:.2f}"
                   f" ms; reader p99 with a busy writer: lock {p99['rwlock']:.2f} ms / delta {p99['delta']:.2f} ms"
-                  f" = {p99['rwlock'] / p99['delta']:.2f}")
+                  f" = {p99['rwlock'] / p99['delta']:.2f} (a merge running: delta {merging:.2f} ms, "
+                  f"{p99['rwlock'] / merging:.2f})")
     print(f"load average after the run: {results['load_after']:.2f}")
     results["ratios"] = ratios
     if FLAGS.json:

@@ -43,7 +43,7 @@ class _Request:
     ops: tuple
     future: concurrent.futures.Future
     replace_with: persistence.BankState | None = None
-    compact: bool = False
+    compact: str | None = None  # "wait" or "start" (bank.compact)
 
 
 class ExperienceBank:
@@ -111,11 +111,12 @@ class ExperienceBank:
         """Add many entries in one publish (usearch builds the graph with all cores)."""
         return self.apply(ops, timeout)
 
-    def compact(self, timeout: float | None = None) -> PublishReceipt:
+    def compact(self, timeout: float | None = None, wait: bool = True) -> PublishReceipt:
         """Delta mode: fold every delta layer into a new base now and publish it
         (the merger does this on its own in the background; tests and benchmarks
-        use this to start from a settled bank). Other modes: a plain publish."""
-        future = self._enqueue(_Request((), concurrent.futures.Future(), compact=True))
+        use this to start from a settled bank). wait=False only starts that
+        background merge. Other modes: a plain publish."""
+        future = self._enqueue(_Request((), concurrent.futures.Future(), compact="wait" if wait else "start"))
         return future.result(timeout=self.config.thread_timeout_s if timeout is None else timeout)
 
     @property
@@ -204,7 +205,7 @@ class ExperienceBank:
                     elif request.compact:
                         self._publish(group) if group else None
                         group = []
-                        self._store.compact()
+                        self._store.compact(wait=request.compact == "wait")
                         self._publish([request])
                     else:
                         group.append(request)

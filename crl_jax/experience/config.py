@@ -33,15 +33,24 @@ class ExperienceConfig:
     """usearch HNSW search width while adding entries."""
     expansion_search: int = 64
     """usearch HNSW search width while searching."""
-    # "copy": the writer serialises its master index once per publish and every
-    # reader slot maps a zero-copy view of those bytes. "double_buffer": two sets
-    # of per-slot indexes alternate; the writer replays the last batch on the
-    # stale set after its readers have left it. The benchmark decides (see
-    # experiments/bench_experience.py); copy won on 2 cores.
-    publish_mode: str = "copy"
+    # How the writer makes a new snapshot visible (experiments/bench_experience.py
+    # compares them). "delta" (default): an immutable base under small delta
+    # layers, merged in the background; a publish costs O(batch) at any bank
+    # size (crl_jax/experience/delta_store.py). "copy": the writer serialises its
+    # master index once per publish and every reader slot maps a zero-copy view.
+    # "double_buffer": two sets of per-slot indexes alternate; the writer replays
+    # the last batch on the stale set after its readers have left it. Both copy
+    # the entry and statistics maps: O(bank) per publish.
+    publish_mode: str = "delta"
     delta_merge_at: int = 1024
     """publish_mode="delta": ids changed since the base at which the delta layer
-    is merged into a new base in the background."""
+    is merged into a new base in the background (at least; see the fraction)."""
+    delta_merge_fraction: float = 1 / 32
+    """publish_mode="delta": and not before this fraction of the base has changed.
+    A merge costs O(bank) (usearch holds the GIL while it serialises and maps
+    the new index, so readers wait), so a threshold that grows with the bank
+    keeps the share of time readers lose to merges the same at any size; the
+    changed ids are searched exactly, so the fraction is kept small."""
     stats_flush_s: float = 0.05  # writer publishes pending usage events at least this often
     grace_timeout_s: float = 10.0  # double_buffer: max wait for readers to leave a stale set
     # Retrieval (Eq. 6).
@@ -124,7 +133,8 @@ class ExperienceConfig:
         if self.merge_carry >= self.merge_chunk:
             raise ValueError(f"ExperienceConfig.merge_carry ({self.merge_carry}) must be smaller "
                              f"than merge_chunk ({self.merge_chunk})")
-        non_negative = ("diversity_lambda", "recency_window_s", "max_wait_s", "reweight_alpha")
+        non_negative = ("diversity_lambda", "recency_window_s", "max_wait_s", "reweight_alpha",
+                        "delta_merge_fraction")
         for name in non_negative:
             if not float(getattr(self, name)) >= 0.0:
                 raise ValueError(f"ExperienceConfig.{name} must be >= 0, got {getattr(self, name)!r}")

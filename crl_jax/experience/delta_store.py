@@ -168,8 +168,9 @@ class DeltaPartition:
         return out_keys, out_sims.astype(np.float32)
 
 
-def _new_base(entries: dict, stats: dict, indexes: dict) -> _Base:
-    return _Base(entries, stats, indexes, np.full(max(entries, default=-1) + 1, _LIVE, np.int64))
+def _new_base(entries: dict, stats: dict, indexes: dict, id_bound: int) -> _Base:
+    """A base whose ids are all below id_bound (the bank's next id when it was frozen)."""
+    return _Base(entries, stats, indexes, np.full(id_bound, _LIVE, np.int64))
 
 
 class DeltaStore:
@@ -180,7 +181,8 @@ class DeltaStore:
         self._on_merged = on_merged
         self._merger = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="crl-bank-merger")
         self._masters: dict = {}  # partition key -> mutable Index; touched by the merger thread only
-        self._base = _new_base({}, {}, {})
+        self._base = _new_base({}, {}, {}, 0)
+        self._next_id = 0  # above every id written so far (sizes a new base's dead_at)
         self._frozen: _Layer | None = None
         self._merging: concurrent.futures.Future | None = None
         self._active = _Layer()
@@ -221,12 +223,14 @@ class DeltaStore:
                 if found is not None:
                     kill(layer.rows[found[0]].dead_at, found[1], version)
             if after is not None:
+                self._next_id = max(self._next_id, entry_id + 1)
                 key = self._partition(after.task_key)
                 rows = self._active.rows.setdefault(key, Rows(self.dim))
                 self._active.row_of[entry_id] = (key, rows.append(after))
         view = self._snapshot(version)
         changed = max(len(self._active.entries), len(self._active.stats))
-        if self._merging is None and changed >= self.config.delta_merge_at:
+        threshold = max(self.config.delta_merge_at, int(self.config.delta_merge_fraction * len(base.entries)))
+        if self._merging is None and changed >= threshold:
             # A layer far past the threshold is a bulk load: an index build that
             # its caller waits for (compact), so it gets every core.
             self._start_merge(threads=0 if changed > 16 * self.config.delta_merge_at else 1)
@@ -248,7 +252,7 @@ class DeltaStore:
     def _start_merge(self, threads: int = 1) -> None:
         self._frozen, self._active = self._active, _Layer()
         self._rewire(len(self._entries), len(self._stats))
-        self._merging = self._merger.submit(self._merge, self._base, self._frozen, threads)
+        self._merging = self._merger.submit(self._merge, self._base, self._frozen, self._next_id, threads)
         self._merging.add_done_callback(lambda _: self._on_merged())
 
     def _install(self, base: _Base) -> None:
@@ -261,7 +265,7 @@ class DeltaStore:
         self.merges += 1
         self._rewire(len(self._entries), len(self._stats))
 
-    def _merge(self, base: _Base, frozen: _Layer, threads: int = 1) -> _Base:
+    def _merge(self, base: _Base, frozen: _Layer, id_bound: int, threads: int = 1) -> _Base:
         """Merger thread: base + frozen layer -> a new base (O(bank), off the write path)."""
         removes: dict = {}
         adds: dict = {}
@@ -274,7 +278,8 @@ class DeltaStore:
         indexes = dict(base.indexes)
         for key in sorted(set(removes) | set(adds)):
             indexes[key] = self._apply_to_master(key, removes.get(key, []), adds.get(key, []), threads)
-        return _new_base(merged(base.entries, frozen.entries), merged(base.stats, frozen.stats), indexes)
+        return _new_base(merged(base.entries, frozen.entries), merged(base.stats, frozen.stats), indexes,
+                         id_bound)
 
     def _apply_to_master(self, key: str, remove_ids: list, add_entries: list, threads: int = 1) -> PartitionIndex:
         """One thread by default: a background merge must not take every core from
@@ -292,8 +297,14 @@ class DeltaStore:
         views = tuple(Index.restore(buffer, view=True) for _ in range(self.slots))
         return PartitionIndex(views, len(master), keepalive=buffer)
 
-    def compact(self) -> None:
-        """Fold every delta into the base now (waits for the merger)."""
+    def compact(self, wait: bool = True) -> None:
+        """Fold every delta into the base now: wait for it with every core, or
+        (wait=False) start a background merge, as the threshold would, unless
+        one is under way."""
+        if not wait:
+            if self._merging is None and (self._active.entries or self._active.stats):
+                self._start_merge()
+            return
         if self._merging is not None:
             self._install(self._merging.result())
         if self._active.entries or self._active.stats:
@@ -306,19 +317,20 @@ class DeltaStore:
             self._merging.result()  # let it finish; its result is superseded
             self._merging = None
         entries = {e.id: e for e in state.entries}
-        base = self._merger.submit(self._rebuild, entries, dict(state.stats)).result()
+        self._next_id = max(self._next_id, state.next_id, max(entries, default=-1) + 1)
+        base = self._merger.submit(self._rebuild, entries, dict(state.stats), self._next_id).result()
         self._base, self._frozen, self._active = base, None, _Layer()
         self._rewire(len(entries), len(base.stats))
         return self._snapshot(version)
 
-    def _rebuild(self, entries: dict, stats: dict) -> _Base:
+    def _rebuild(self, entries: dict, stats: dict, id_bound: int) -> _Base:
         self._masters.clear()
         by_partition: dict = {}
         for entry in entries.values():
             by_partition.setdefault(self._partition(entry.task_key), []).append(entry)
         indexes = {key: self._apply_to_master(key, [], group, threads=0)
                    for key, group in sorted(by_partition.items())}
-        return _new_base(entries, stats, indexes)
+        return _new_base(entries, stats, indexes, id_bound)
 
     def close(self) -> None:
         self._merger.shutdown(wait=True)

@@ -221,7 +221,7 @@ class CopyingStore:
         return (types.MappingProxyType(entries), types.MappingProxyType(dict(state.stats)),
                 types.MappingProxyType(partitions))
 
-    def compact(self) -> None:
+    def compact(self, wait: bool = True) -> None:
         """Nothing to fold: every publish is already whole."""
 
     def close(self) -> None:
