@@ -168,7 +168,12 @@ def is_finished(arm: Arm, root: str) -> bool:
 
 # Settings that say where a run lives or how often it saves, not what it
 # computes: a run that differs from its arm only in these is the same run.
-BOOKKEEPING_KEYS = ("warm_start.cache_dir", "train.out_dir", "train.checkpoint_every")
+BOOKKEEPING_KEYS = ("warm_start.cache_dir", "train.out_dir", "train.checkpoint_every",
+                    # How the bank makes a snapshot visible, not what it holds: every mode
+                    # publishes the same entries, statistics and similarities
+                    # (tests/experience/test_delta_store.py checks delta against copy).
+                    "experience.bank.publish_mode", "experience.bank.delta_merge_at",
+                    "experience.bank.delta_merge_fraction", "experience.bank.grace_timeout_s")
 
 
 def arm_config(arm: Arm):

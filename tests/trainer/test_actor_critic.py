@@ -199,7 +199,8 @@ def test_a_run_with_the_actor_critic_logs_verdicts_and_their_latency(tmp_path):
     from tests.trainer.test_runs import _config
 
     cfg = _config("alfworld_cpu", tmp_path, ["experience.mode=oracle", "experience.actor_critic=true",
-                                            "warm_start.judge_fraction=1.0"])
+                                            "warm_start.judge_fraction=1.0", "train.steps=1",
+                                            "train.eval_every=1", "train.checkpoint_every=1"])
     run_training(cfg, str(tmp_path))
     rows = read_metrics(str(tmp_path / "metrics.jsonl"))
     train = [r for r in rows if "train/success" in r]
