@@ -121,22 +121,17 @@ class DeltaPartition:
         self.size = size
 
     def _base_hits(self, slot, vectors, count, exact):
-        want = min(count + min(self.overridden, count), self.base.size)
-        keys, sims = self.base.search(slot, vectors, want, exact=exact)
+        """The base's hits, those a delta layer overrides dropped (-1, -inf)."""
         if not self.overridden:
-            return keys, sims
-        dead = self.base_dead_at[np.maximum(keys, 0)] <= self.version
-        dead &= keys >= 0
-        short = (want - dead.sum(axis=1)) < count
-        if want < self.base.size and short.any():
-            # Many overridden ids near these queries: ask again for all that could be hidden.
-            return self._base_hits_all(slot, vectors, count, exact)
-        return np.where(dead, -1, keys), np.where(dead, -np.inf, sims).astype(np.float32)
-
-    def _base_hits_all(self, slot, vectors, count, exact):
-        want = min(count + self.overridden, self.base.size)
-        keys, sims = self.base.search(slot, vectors, want, exact=exact)
-        dead = (self.base_dead_at[np.maximum(keys, 0)] <= self.version) & (keys >= 0)
+            return self.base.search(slot, vectors, min(count, self.base.size), exact=exact)
+        # Fetch a little more than asked, as some hits may be overridden; where too
+        # many were, ask again for all that could be hidden.
+        for want in (min(count + min(self.overridden, count), self.base.size),
+                     min(count + self.overridden, self.base.size)):
+            keys, sims = self.base.search(slot, vectors, want, exact=exact)
+            dead = (self.base_dead_at[np.maximum(keys, 0)] <= self.version) & (keys >= 0)
+            if want == self.base.size or ((want - dead.sum(axis=1)) >= count).all():
+                break
         return np.where(dead, -1, keys), np.where(dead, -np.inf, sims).astype(np.float32)
 
     def search(self, slot: int, vectors: np.ndarray, count: int, exact: bool = False):

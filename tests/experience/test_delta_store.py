@@ -143,3 +143,22 @@ def test_a_failed_merge_fails_the_bank_loudly(monkeypatch):
             bank.flush(timeout=5)
     with pytest.raises(BankFailedError):
         bank.close()
+
+
+def test_a_query_whose_nearest_base_entries_all_changed_still_gets_its_true_neighbours():
+    """Overridden base hits are dropped and the base is asked again for more: the
+    top entries of the base are all updated away, and the search still returns
+    the brute-force top (exercises the second, wider base search)."""
+    rng = np.random.default_rng(5)
+    with ExperienceBank(ExperienceConfig(publish_mode="delta", workers=1, delta_merge_at=10_000), DIM) as bank:
+        vectors = units(rng, 200)
+        bank.bulk_load([AddEntry("t", f"e{i}", v) for i, v in enumerate(vectors)])
+        bank.compact()
+        query = vectors[:1]
+        nearest = np.argsort(-(vectors @ query[0]))[:30]
+        far = -query[0]  # every update moves an entry to the opposite side
+        bank.apply([UpdateEntry(int(i), "moved", far) for i in nearest])
+        snap, keys, sims = bank.reader(0).search(query, 5, exact=True)
+        assert snap.entries.base is not None and bank.merges == 1  # still the old base, 30 ids overridden
+        assert [int(k) for k in keys[0]] == brute_force(snap, query, 5)[0]
+        assert not set(int(k) for k in keys[0]) & set(int(i) for i in nearest)
