@@ -1,4 +1,5 @@
-"""Immutable published snapshots, per-slot readers, and the two ways to publish an index.
+"""Immutable published snapshots, per-slot readers, and the copy and double-buffer
+ways to publish (CopyingStore; the default, delta publishing, is delta_store.py).
 
 usearch serialises the calls on one Index object (DESIGN.md, concurrency), so
 every reader slot searches its own Index object and the writer never touches
@@ -11,6 +12,8 @@ an object that a reader may be using:
   waits (grace period) until no reader is pinned to a version that may still
   use the stale set, replays the previous batch on it, applies the new one and
   publishes it.
+
+Both copy the entry and statistics maps at every publish: O(bank).
 """
 from __future__ import annotations
 
