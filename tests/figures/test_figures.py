@@ -359,29 +359,28 @@ def test_results_doc_keeps_a_hand_written_reading(tmp_path):
 
 
 def test_presets_and_seeds_flags_restrict_the_arms_and_reject_unknown_values():
+    # The command line once each way (a listing, an error's exit status) ...
     base = [sys.executable, os.path.join(REPO, "experiments", "figures", "reproduce.py"),
             "--budget=quick", "--only=fig6", "--dry_run"]
-    proc = subprocess.run(base + ["--presets=alfworld_cpu"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    listed = [line for line in proc.stdout.splitlines() if "min alone" in line]
-    assert len(listed) == 6 and all("alfworld_cpu-" in line for line in listed)
+    some = subprocess.run(base + ["--presets=alfworld_cpu", "--seeds=0,2"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert some.returncode == 0, some.stderr[-2000:]
+    listed = [line for line in some.stdout.splitlines() if "min alone" in line]
+    assert len(listed) == 4 and all("alfworld_cpu-" in x for x in listed), some.stdout
+    assert all(("-s0-" in x) != ("-s2-" in x) for x in listed)
     bad = subprocess.run(base + ["--presets=nope"], cwd=REPO, capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode != 0 and "valid: ['alfworld_cpu'" in bad.stderr
-    some = subprocess.run(base + ["--presets=alfworld_cpu", "--seeds=0,2"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
-    listed = [line for line in some.stdout.splitlines() if "min alone" in line]
-    assert len(listed) == 4 and all(("-s0-" in x) != ("-s2-" in x) for x in listed), some.stderr
-    bad = subprocess.run(base + ["--seeds=7"], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert bad.returncode != 0 and "valid: ['0', '1', '2']" in bad.stderr
+    # ... and the rest through the function main() filters with (no interpreter start each).
+    arms = reproduce.collect_arms(reproduce.modules(["fig6"]), "quick")
+    alfworld = reproduce.keep_arms(arms, "presets", ["alfworld_cpu"], lambda a: a.preset)
+    assert len(alfworld) == 6 and all(a.preset == "alfworld_cpu" for a in alfworld)
+    with pytest.raises(ValueError, match=r"valid: \['0', '1', '2'\]"):
+        reproduce.keep_arms(arms, "seeds", ["7"], lambda a: str(a.seed))
     name = listed[0].split()[3]  # "  9.3 min alone  <run name>  <label> ..."
-    one = subprocess.run(base + [f"--runs={name}"], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
-    assert [x.split()[3] for x in one.stdout.splitlines() if "min alone" in x] == [name], one.stderr
-    bad = subprocess.run(base + ["--runs=nope"], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
-    assert bad.returncode != 0 and "--runs ['nope'] have no arms" in bad.stderr
+    assert [a.run_name for a in reproduce.keep_arms(arms, "runs", [name], lambda a: a.run_name)] == [name]
+    with pytest.raises(ValueError, match=r"--runs \['nope'\] have no arms"):
+        reproduce.keep_arms(arms, "runs", ["nope"], lambda a: a.run_name)
 
 
 def test_task_scaling_names_an_unfinished_run_in_its_row(tmp_path):
