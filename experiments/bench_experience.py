@@ -245,7 +245,7 @@ def scale_section(sizes, seconds, count):
     return out
 
 
-def print_latency(lat, count):
+def print_latency(lat):
     print(f"{'design/phase':34s} {'searches/s':>11s} {'p50 ms':>8s} {'p99 ms':>8s} {'publishes':>9s} "
           f"{'merges':>6s}")
     for key, row in lat.items():
@@ -285,7 +285,7 @@ def main(_):
     lat = results["latency"]
     print(f"\nembedder={embedder_name} dim={base.shape[1]} bank={n_bank} readers={FLAGS.readers} "
           f"dtype={FLAGS.dtype} {seconds:.1f} s/phase; each search = 4 queries x {count} candidates")
-    print_latency(lat, count)
+    print_latency(lat)
     ratios = {}
     for design in MODES + ["rwlock"]:
         busy, idle = lat[f"{design}/busy_writer"], lat[f"{design}/no_writer"]
@@ -306,7 +306,7 @@ def main(_):
     if scale_sizes:
         scale = results["scale"]
         print(f"\nat scale (delta mode, HashingEmbedder({scale['dim']}) vectors, median publish of 15):")
-        print_latency(scale["latency"], count)
+        print_latency(scale["latency"])
         for n in scale_sizes:
             publish_ratio = scale["publish_ms"][n] / scale["publish_ms"][1_000]
             p99 = {d: scale["latency"][f"{d}/{n}/busy_writer"]["p99_ms"] for d in ("delta", "rwlock")}

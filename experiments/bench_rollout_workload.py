@@ -1,7 +1,7 @@
 """The actor's sampling on a real rollout phase: our sampler vs transformers' generate.
 
     python experiments/bench_rollout_workload.py [--config=alfworld_cpu] [--repeats=3]
-        [--warm_start.cache_dir=DIR]
+        [--warm_start.cache_dir=DIR] [any --section.key=value of the preset, as for run.py]
 
 1. Builds the preset's run (its warm start from the cache, or trained here:
    minutes) and plays one RL step, recording every call the rollout makes to
@@ -20,28 +20,29 @@ workload the trainer gives them.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 import sys
 import tempfile
 import time
-
-from absl import app, flags
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-flags.DEFINE_string("config", "alfworld_cpu", "CPU preset whose rollout phase is recorded")
-flags.DEFINE_integer("repeats", 3, "timed replays of the whole phase per engine (median reported)")
-flags.DEFINE_list("set", [], "overrides of the preset, key=value (e.g. warm_start.cache_dir=DIR)")
-FLAGS = flags.FLAGS
+from crl_jax.training import config_io  # noqa: E402
+from experiments.warm_start_probe import PresetCommand, built_run  # noqa: E402
 
 
-def record_phase(cfg, out_dir: str):
-    """One RL step of the preset; returns (run, calls, step metrics), calls = [(prompts, row tokens)]."""
-    from crl_jax.training.components import build_run
+@dataclasses.dataclass(frozen=True)
+class WorkloadCommand(PresetCommand):
+    """The preset whose rollout phase is recorded, and the replays."""
+
+    repeats: int = 3
+    """Timed replays of the whole phase per engine (the median is reported)."""
+
+
+def record_phase(run):
+    """One RL step of the run; returns (calls, step metrics), calls = [(prompts, row tokens)]."""
     from crl_jax.training.step import RunState, train_step
 
-    run = build_run(cfg, out_dir)
     calls = []
     generate = run.sampler.generate
 
@@ -52,10 +53,10 @@ def record_phase(cfg, out_dir: str):
 
     run.sampler.generate = recording
     try:
-        _, metrics = train_step(run, RunState.fresh(cfg.train.seed))
+        _, metrics = train_step(run, RunState.fresh(run.cfg.train.seed))
     finally:
         run.sampler.generate = generate
-    return run, calls, metrics
+    return calls, metrics
 
 
 def ours(run, calls):
@@ -87,33 +88,35 @@ def torch_engine(path: str, calls, pad_id: int):
     return replay
 
 
-def main(_):
-    from crl_jax.training.config_io import apply_overrides, load_preset
+def main(argv=None) -> int:
     from models.checkpoint import save_checkpoint
 
+    command = config_io.parse_preset_command(WorkloadCommand, sys.argv[1:] if argv is None else argv,
+                                             "alfworld_cpu", __doc__)
+    if command.repeats < 1:
+        print("error: --repeats must be >= 1", file=sys.stderr)
+        return 2
     load_before = os.getloadavg()[0]
     print(f"load average before the run: {load_before:.2f}"
           + (" (warning: above 1, the machine is not quiet: the ratio is not a result)"
              if load_before > 1 else ""))
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = apply_overrides(load_preset(FLAGS.config), [*FLAGS.set, f"train.out_dir={tmp}/run"])
-        run, calls, metrics = record_phase(cfg, f"{tmp}/run")
+    with built_run(command.cfg, "rollout_workload_") as run, tempfile.TemporaryDirectory() as hf:
+        calls, metrics = record_phase(run)
         model = run.actor.model
         run.sampler.update_params(model)  # both engines replay the same (post-step) weights
-        save_checkpoint(model, f"{tmp}/hf", dtype="float32")
+        save_checkpoint(model, hf, dtype="float32")
         useful = sum(sum(lengths) for _, lengths in calls)
         rows = [len(p) for p, _ in calls]
         widths = [len(p) for prompts, _ in calls for p in prompts]
-        print(f"{FLAGS.config}: {len(calls)} sampler calls in the step's rollout phase, "
+        print(f"{command.config}: {len(calls)} sampler calls in the step's rollout phase, "
               f"{min(rows)}-{max(rows)} rows a call, prompts of {min(widths)}-{max(widths)} tokens, "
               f"{useful} useful new tokens; the trainer's own rate in that phase: "
               f"{metrics.get('rollout/sampler_tokens_per_s', float('nan')):.0f} tok/s")
-        engines = {"ours": ours(run, calls),
-                   "torch": torch_engine(f"{tmp}/hf", calls, model.cfg.pad_token_id or 0)}
+        engines = {"ours": ours(run, calls), "torch": torch_engine(hf, calls, model.cfg.pad_token_id or 0)}
         for replay in engines.values():
             replay()  # compile every shape / warm up
         seconds = {name: [] for name in engines}
-        for _ in range(FLAGS.repeats):
+        for _ in range(command.repeats):
             for name, replay in engines.items():
                 start = time.perf_counter()
                 replay()
@@ -121,9 +124,9 @@ def main(_):
         rate = {name: useful / statistics.median(s) for name, s in seconds.items()}
         print(f"load {os.getloadavg()[0]:.2f}: ours {rate['ours']:.0f} tok/s, transformers "
               f"{rate['torch']:.0f} tok/s, ours / transformers {rate['ours'] / rate['torch']:.2f}x "
-              f"(median of {FLAGS.repeats} replays each, engines alternating)")
-        run.close()
+              f"(median of {command.repeats} replays each, engines alternating)")
+    return 0
 
 
 if __name__ == "__main__":
-    app.run(main)
+    raise SystemExit(main())

@@ -20,13 +20,20 @@ from crl_jax.training.config import RunConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class ProbeCommand:
-    """The preset to probe and the probe's options; every key of the preset's
-    configuration can be changed as for experiments/run.py."""
+class PresetCommand:
+    """A script's preset; every key of its configuration can be changed as for
+    experiments/run.py (config_io.parse_preset_command). Scripts add their
+    own options in a subclass."""
 
     cfg: Annotated[RunConfig, tyro.conf.arg(name=""), tyro.conf.FlagConversionOff]
     config: str = "alfworld_cpu"
     """The preset: a module of experiments/configs/."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeCommand(PresetCommand):
+    """The preset to probe and the probe's options."""
+
     games: int = 48
     """Held-out tasks the expert plays (per environment)."""
     json_out: str | None = None

@@ -122,7 +122,7 @@ class ExperienceBank:
     @property
     def merges(self) -> int:
         """Delta mode: how many background merges have been installed (0 in other modes)."""
-        return getattr(self._store, "merges", 0)
+        return self._store.merges
 
     def _wake_writer(self) -> None:
         """A merge finished: an empty request makes the writer install it soon, even when idle."""

@@ -36,10 +36,7 @@ from usearch.index import search as usearch_search
 
 from crl_jax.experience.config import ExperienceConfig
 from crl_jax.experience.layers import GONE, LayeredWriter, merged
-from crl_jax.experience.snapshot import ALL_TASKS, PartitionIndex, new_index
-
-_EMPTY = types.MappingProxyType({})
-
+from crl_jax.experience.snapshot import PartitionIndex, changes_by_partition, new_index, partition_of
 
 _LIVE = np.iinfo(np.int64).max  # "not dead yet": a version no snapshot reaches
 
@@ -76,20 +73,23 @@ class Rows:
 def exact_rows(dataset: np.ndarray, queries: np.ndarray, count: int):
     """Exact cosine top-count rows of a small matrix: (rows [q, count], similarities).
 
-    usearch's brute-force kernel on one thread, not a NumPy product: BLAS would
-    start its own threads inside every reader thread, and on few cores that
-    oversubscription doubled the readers' p99 latency (bench_experience.py)."""
+    usearch's brute-force kernel on one thread, not a NumPy product: BLAS
+    starts threads of its own inside every reader thread, more threads than
+    a small machine has cores."""
     found = usearch_search(dataset, queries, count, MetricKind.Cos, exact=True, threads=1)
     rows = np.atleast_2d(np.asarray(found.keys, dtype=np.int64))
     sims = 1.0 - np.atleast_2d(np.asarray(found.distances, dtype=np.float32))
     return rows, sims
 
 
-def kill(dead_at: np.ndarray, row: int, version: int) -> None:
+def kill(dead_at: np.ndarray, row: int, version: int) -> bool:
     """Stamp a row (or a base id) dead from `version` on; the first stamp stays
-    (a later one would bring it back for the snapshots in between)."""
-    if dead_at[row] == _LIVE:
-        dead_at[row] = version
+    (a later one would bring it back for the snapshots in between). Returns
+    whether this call stamped it."""
+    if row >= len(dead_at) or dead_at[row] != _LIVE:
+        return False
+    dead_at[row] = version
+    return True
 
 
 @dataclasses.dataclass
@@ -107,6 +107,11 @@ class _Base:
     indexes: dict  # partition key -> PartitionIndex
     dead_at: np.ndarray  # per id: the version from which a delta layer overrides the base's copy
     overridden: int = 0  # ids stamped in dead_at
+
+    def override(self, entry_id: int, version: int) -> None:
+        """A delta layer changed or deleted entry_id: the base's copy is hidden from `version` on."""
+        if kill(self.dead_at, entry_id, version):
+            self.overridden += 1
 
 
 class DeltaPartition:
@@ -185,9 +190,6 @@ class DeltaStore:
         self._entries = self._stats = None
         self._rewire(0, 0)
 
-    def _partition(self, task_key: str) -> str:
-        return task_key if self.config.per_task else ALL_TASKS
-
     def _rewire(self, n_entries: int, n_stats: int) -> None:
         frozen = (self._frozen,) if self._frozen is not None else ()
         self._entries = LayeredWriter(self._base.entries, tuple(f.entries for f in frozen),
@@ -210,16 +212,14 @@ class DeltaStore:
             after = entries.get(entry_id)
             if after is before:
                 continue
-            if entry_id < len(base.dead_at) and base.dead_at[entry_id] == _LIVE:
-                base.dead_at[entry_id] = version
-                base.overridden += 1
+            base.override(entry_id, version)
             for layer in (self._frozen, self._active):
                 found = layer.row_of.pop(entry_id, None) if layer is not None else None
                 if found is not None:
                     kill(layer.rows[found[0]].dead_at, found[1], version)
             if after is not None:
                 self._next_id = max(self._next_id, entry_id + 1)
-                key = self._partition(after.task_key)
+                key = partition_of(after.task_key, self.config.per_task)
                 rows = self._active.rows.setdefault(key, Rows(self.dim))
                 self._active.row_of[entry_id] = (key, rows.append(after))
         view = self._snapshot(version)
@@ -253,23 +253,16 @@ class DeltaStore:
     def _install(self, base: _Base) -> None:
         # Ids changed since the freeze override the new base in every snapshot that uses it.
         for entry_id in self._active.entries:
-            if entry_id < len(base.dead_at) and base.dead_at[entry_id] == _LIVE:
-                base.dead_at[entry_id] = 0
-                base.overridden += 1
+            base.override(entry_id, 0)
         self._base, self._frozen, self._merging = base, None, None
         self.merges += 1
         self._rewire(len(self._entries), len(self._stats))
 
     def _merge(self, base: _Base, frozen: _Layer, id_bound: int, threads: int = 1) -> _Base:
         """Merger thread: base + frozen layer -> a new base (O(bank), off the write path)."""
-        removes: dict = {}
-        adds: dict = {}
-        for entry_id, after in frozen.entries.items():
-            before = base.entries.get(entry_id)
-            if before is not None:
-                removes.setdefault(self._partition(before.task_key), []).append(entry_id)
-            if after is not GONE:
-                adds.setdefault(self._partition(after.task_key), []).append(after)
+        removes, adds = changes_by_partition(
+            ((i, base.entries.get(i), None if after is GONE else after) for i, after in frozen.entries.items()),
+            self.config.per_task)
         indexes = dict(base.indexes)
         for key in sorted(set(removes) | set(adds)):
             indexes[key] = self._apply_to_master(key, removes.get(key, []), adds.get(key, []), threads)
@@ -320,9 +313,8 @@ class DeltaStore:
 
     def _rebuild(self, entries: dict, stats: dict, id_bound: int) -> _Base:
         self._masters.clear()
-        by_partition: dict = {}
-        for entry in entries.values():
-            by_partition.setdefault(self._partition(entry.task_key), []).append(entry)
+        _, by_partition = changes_by_partition(((e.id, None, e) for e in entries.values()),
+                                               self.config.per_task)
         indexes = {key: self._apply_to_master(key, [], group, threads=0)
                    for key, group in sorted(by_partition.items())}
         return _new_base(entries, stats, indexes, id_bound)

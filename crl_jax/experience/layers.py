@@ -37,6 +37,10 @@ def _lookup(base: Mapping, deltas, key):
     return base.get(key, _ABSENT)
 
 
+def _present(value) -> bool:
+    return value is not _ABSENT and value is not GONE
+
+
 def _iterate(base: Mapping, deltas):
     for key in base:
         if _lookup(base, deltas, key) is not GONE:
@@ -51,24 +55,22 @@ def _iterate(base: Mapping, deltas):
 
 
 class LayeredMap(Mapping):
-    """A read-only, immutable view: `base` then `deltas` (bottom to top)."""
+    """A read-only view of `base` under `deltas` (bottom to top); a snapshot's
+    view is never changed (LayeredWriter is the writer's mutable form)."""
 
     __slots__ = ("base", "deltas", "_length")
 
-    def __init__(self, base: Mapping, deltas: tuple = (), length: int | None = None):
-        self.base = base
-        self.deltas = tuple(deltas)
-        self._length = sum(1 for _ in _iterate(base, self.deltas)) if length is None else length
+    def __init__(self, base: Mapping, deltas: tuple, length: int):
+        self.base, self.deltas, self._length = base, tuple(deltas), length
 
     def __getitem__(self, key):
         value = _lookup(self.base, self.deltas, key)
-        if value is _ABSENT or value is GONE:
+        if not _present(value):
             raise KeyError(key)
         return value
 
     def __contains__(self, key):
-        value = _lookup(self.base, self.deltas, key)
-        return value is not _ABSENT and value is not GONE
+        return _present(_lookup(self.base, self.deltas, key))
 
     def __iter__(self):
         return _iterate(self.base, self.deltas)
@@ -76,47 +78,31 @@ class LayeredMap(Mapping):
     def __len__(self):
         return self._length
 
-    def shadows(self, key, above: int = 0) -> bool:
-        """Whether any delta from index `above` up names key (changed or deleted it)."""
-        return any(key in delta for delta in self.deltas[above:])
-
     def __repr__(self):
         return f"LayeredMap({len(self)} items, {len(self.deltas)} deltas)"
 
 
-class LayeredWriter(MutableMapping):
-    """The writer's mutable view: reads through `lower` layers, writes into `active`.
+class LayeredWriter(LayeredMap, MutableMapping):
+    """The writer's mutable view: reads through `base` and the `frozen` deltas,
+    writes into `active` (the top delta, a dict mutated in place).
 
     Writing back a lower layer's own value (an undo) removes the key from the
     active delta, so the delta names only what really changed since the base.
     """
 
+    __slots__ = ("frozen", "active")
+
     def __init__(self, base: Mapping, frozen: tuple, active: dict, length: int):
-        self.base, self.frozen, self.active = base, tuple(frozen), active
-        self._length = length
+        super().__init__(base, tuple(frozen) + (active,), length)
+        self.frozen, self.active = tuple(frozen), active
 
     def _lower(self, key):
         return _lookup(self.base, self.frozen, key)
 
-    def __getitem__(self, key):
-        value = self.active.get(key, _ABSENT)
-        if value is _ABSENT:
-            value = self._lower(key)
-        if value is _ABSENT or value is GONE:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key):
-        value = self.active.get(key, _ABSENT)
-        if value is _ABSENT:
-            value = self._lower(key)
-        return value is not _ABSENT and value is not GONE
-
     def __setitem__(self, key, value):
         if key not in self:
             self._length += 1
-        lower = self._lower(key)
-        if lower is value:
+        if self._lower(key) is value:
             self.active.pop(key, None)
         else:
             self.active[key] = value
@@ -128,12 +114,6 @@ class LayeredWriter(MutableMapping):
         # A mark even for an id made in this delta: were it dropped, writing it
         # back (an undo) would put it after younger ids.
         self.active[key] = GONE
-
-    def __iter__(self):
-        return _iterate(self.base, self.frozen + (self.active,))
-
-    def __len__(self):
-        return self._length
 
     def view(self) -> LayeredMap:
         """An immutable snapshot: the active delta is copied (O(its size), never O(base))."""

@@ -28,6 +28,27 @@ from crl_jax.experience.config import ExperienceConfig
 from crl_jax.experience.entries import Entry, EntryStats
 
 ALL_TASKS = "*"  # partition key when the bank is not partitioned per task
+
+
+def partition_of(task_key: str, per_task: bool) -> str:
+    """The index partition an entry of ``task_key`` lives in."""
+    return task_key if per_task else ALL_TASKS
+
+
+def changes_by_partition(changes, per_task: bool) -> tuple[dict, dict]:
+    """(removes, adds) per partition from (id, before, after) changes, before and
+    after being entries or None: ids to drop from an index, entries to add. An
+    entry that is still the same object is no change."""
+    removes: dict = {}
+    adds: dict = {}
+    for entry_id, before, after in changes:
+        if after is before:
+            continue
+        if before is not None:
+            removes.setdefault(partition_of(before.task_key, per_task), []).append(entry_id)
+        if after is not None:
+            adds.setdefault(partition_of(after.task_key, per_task), []).append(after)
+    return removes, adds
 _EMPTY = types.MappingProxyType({})
 
 
@@ -90,7 +111,7 @@ class Snapshot:
         return cls(0, _EMPTY, _EMPTY, _EMPTY, per_task)
 
     def partition_key(self, task_key: str) -> str:
-        return task_key if self.per_task else ALL_TASKS
+        return partition_of(task_key, self.per_task)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -206,6 +227,7 @@ class CopyingStore:
         self.config, self.dim, self.slots = config, dim, slots
         self._wait_for_readers = wait_for_readers
         self._publishers: dict = {}
+        self.merges = 0  # never merges: every publish is whole
 
     def working(self, old: Snapshot):
         return dict(old.entries), dict(old.stats)
@@ -231,16 +253,8 @@ class CopyingStore:
         pass
 
     def _publish_indexes(self, old: Snapshot, entries: dict, touched: dict, version: int) -> dict:
-        removes: dict = {}
-        adds: dict = {}
-        for entry_id, before in touched.items():
-            after = entries.get(entry_id)
-            if after is before:
-                continue
-            if before is not None:
-                removes.setdefault(old.partition_key(before.task_key), []).append(entry_id)
-            if after is not None:
-                adds.setdefault(old.partition_key(after.task_key), []).append(after)
+        removes, adds = changes_by_partition(
+            ((i, before, entries.get(i)) for i, before in touched.items()), self.config.per_task)
         partitions = dict(old.partitions)
         for key in sorted(set(removes) | set(adds)):
             if key not in self._publishers:

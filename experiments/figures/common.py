@@ -166,12 +166,12 @@ def is_finished(arm: Arm, root: str) -> bool:
     return done is not None and done >= expected_steps(arm)
 
 
-# Settings that say where a run lives or how often it saves, not what it
-# computes: a run that differs from its arm only in these is the same run.
+# Settings that say where a run lives, how often it saves, or how the bank
+# makes a snapshot visible, not what it computes: a run that differs from its
+# arm only in these is the same run. (Every publish mode holds the same entries
+# and statistics and, searched exactly, finds the same ones:
+# tests/experience/test_delta_store.py compares delta with copy.)
 BOOKKEEPING_KEYS = ("warm_start.cache_dir", "train.out_dir", "train.checkpoint_every",
-                    # How the bank makes a snapshot visible, not what it holds: every mode
-                    # publishes the same entries, statistics and similarities
-                    # (tests/experience/test_delta_store.py checks delta against copy).
                     "experience.bank.publish_mode", "experience.bank.delta_merge_at",
                     "experience.bank.delta_merge_fraction", "experience.bank.grace_timeout_s")
 
