@@ -88,6 +88,10 @@ class Attention(nnx.Module):
         self.cfg = cfg
 
     def __call__(self, x, positions, mask, inv_freq, k_cache=None, v_cache=None, offset=None):
+        """(output, k, v): with unrolled layers' cache arrays, k and v are
+        those arrays with this block written at ``offset``; with a slice of
+        a stacked cache (scan_layers), the block itself [b, kv, t, d], for
+        the caller to write; without a cache, None."""
         cfg = self.cfg
         b, t, _ = x.shape
         q = self.q_proj(x).reshape(b, t, cfg.num_heads, cfg.head_dim)
@@ -100,33 +104,50 @@ class Attention(nnx.Module):
         groups = cfg.num_heads // cfg.num_kv_heads
         q = q.reshape(b, t, cfg.num_kv_heads, groups, cfg.head_dim)
         scale = cfg.head_dim ** -0.5
-        k_new = v_new = None  # this block's keys and values, for the caller to cache
-        if k_cache is not None:
-            # All rows share the slot offset (rows are aligned by left padding).
-            # The caller writes the block into the cache in place; here the
-            # block only joins the attention.
+        stored = (None, None)  # what the caller keeps in its cache for this layer
+        out = None
+        # A mask over the cache's slots attends over the cache; one over the
+        # block's own t positions, within the block (see Decoder.hidden_states).
+        over_cache = k_cache is not None and mask.shape[-1] == k_cache.shape[2]
+        if k_cache is not None and not cfg.scan_layers:
+            # Unrolled layers: this layer's own cache arrays, written in place
+            # here first, then read. Reading a cache array before an in-place
+            # write of it made XLA's CPU backend copy every cache array twice
+            # per decode step (seen in its optimised HLO); written first, the
+            # cache is never copied.
+            k_cache = jax.lax.dynamic_update_slice_in_dim(
+                k_cache, k.astype(k_cache.dtype).transpose(0, 2, 1, 3), offset, 2)
+            v_cache = jax.lax.dynamic_update_slice_in_dim(
+                v_cache, v.astype(v_cache.dtype).transpose(0, 2, 1, 3), offset, 2)
+            stored = (k_cache, v_cache)
+            if over_cache and t == 1:
+                out = attend_cached_token(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype),
+                                          mask, scale)
+            elif over_cache:
+                k, v = k_cache.transpose(0, 2, 1, 3), v_cache.transpose(0, 2, 1, 3)
+        elif k_cache is not None:
+            # Scanned layers: the layer's cache is a slice of the stacked
+            # arrays and the caller writes every layer's block at once after
+            # the scan, so here the block only joins the attention.
             k_new = k.astype(k_cache.dtype).transpose(0, 2, 1, 3)  # [b, kv, t, d]
             v_new = v.astype(v_cache.dtype).transpose(0, 2, 1, 3)
-            if t == 1:
-                # One decoded token: its scores over the cache as it stands and
-                # over itself, never a copy of the cache with it written in (at
-                # large batch that copy costs as much as the layer's matmuls).
+            stored = (k_new, v_new)
+            if over_cache and t == 1:  # the cache as it stands plus the token, no copy
                 out = attend_one_token(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype),
                                        k_new.astype(q.dtype), v_new.astype(q.dtype), mask,
                                        offset, scale)
-                out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
-                return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), k_new, v_new
-            # A prompt block attends over a copy of the cache with the block
-            # written in ([b, s, kv, d]; once per generate call).
-            k = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 2).transpose(0, 2, 1, 3)
-            v = jax.lax.dynamic_update_slice_in_dim(v_cache, v_new, offset, 2).transpose(0, 2, 1, 3)
-        k, v = k.astype(q.dtype), v.astype(q.dtype)
-        if cfg.attention_chunk and t > cfg.attention_chunk:
-            out = chunked_attention(q, k, v, mask, scale, cfg.attention_chunk)
-        else:
-            out = attend(q, k, v, mask, scale)
+            elif over_cache:  # a prompt block: a copy of the cache with it written in
+                k = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 2)
+                v = jax.lax.dynamic_update_slice_in_dim(v_cache, v_new, offset, 2)
+                k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
+        if out is None:
+            k, v = k.astype(q.dtype), v.astype(q.dtype)
+            if cfg.attention_chunk and t > cfg.attention_chunk:
+                out = chunked_attention(q, k, v, mask, scale, cfg.attention_chunk)
+            else:
+                out = attend(q, k, v, mask, scale)
         out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
-        return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), k_new, v_new
+        return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), *stored
 
 
 def attend(q, k, v, mask, scale):
@@ -136,6 +157,20 @@ def attend(q, k, v, mask, scale):
     scores = jnp.where(mask[:, None, None, :, :], scores, _NEG)
     probs = jax.nn.softmax(scores, axis=-1).astype(q.dtype)
     return jnp.einsum("bkgts,bskd->btkgd", probs, v)
+
+
+def attend_cached_token(q, k_cache, v_cache, mask, scale):
+    """`attend` for one query [b, 1, kv, g, d] over a cache that already
+    holds its own key and value (k, v [b, kv, s, d]), where ``mask`` [b, 1, s]
+    allows."""
+    # Products and sums, not einsums: a matrix-vector product per (row, head)
+    # is memory-bound either way, and on XLA's CPU backend these fused loops
+    # beat its batched dots of the same shapes (README "Sampler").
+    qh = q[:, 0]  # [b, kv, g, d]
+    scores = (qh[:, :, :, None, :] * k_cache[:, :, None]).astype(jnp.float32).sum(-1) * scale
+    scores = jnp.where(mask[:, :, None, :], scores, _NEG)  # [b, kv, g, s]
+    probs = jax.nn.softmax(scores, axis=-1).astype(q.dtype)
+    return (probs[..., None] * v_cache[:, :, None]).sum(-2)[:, None]  # [b, 1, kv, g, d]
 
 
 def attend_one_token(q, k_cache, v_cache, k_new, v_new, mask, offset, scale):
@@ -240,12 +275,18 @@ class Decoder(nnx.Module):
         return self.lm_head.kernel[...]
 
     def hidden_states(self, tokens, positions=None, mask=None, cache: KVCache | None = None,
-                      offset=None, input_mask=None):
-        """Final-norm hidden states [B, T, d] (and the updated cache).
+                      offset=None, input_mask=None, last_only: bool = False):
+        """Final-norm hidden states [B, T, d] (and the updated cache); with
+        ``last_only``, those of the last position alone [B, 1, d] (a sampler
+        needs no other, and normalising a whole prompt block cost a sixth of
+        a large prefill).
 
         Without a cache, pass ``input_mask`` [B, T] (1 = real token) and the
         causal mask and positions are derived from it. With a cache, pass
-        ``positions`` [B, T], ``mask`` [B, T, slots] and the slot ``offset``.
+        ``positions`` [B, T], the slot ``offset`` and ``mask``: [B, T, slots]
+        attends over the cache with the block written in; [B, T, T] attends
+        within the block alone (a fresh cache, whose other slots are empty),
+        the block still being written into the cache.
         """
         cfg = self.cfg
         if cache is None:
@@ -258,7 +299,7 @@ class Decoder(nnx.Module):
         inv_freq = rope_inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
         x = constrain(self.embed(tokens), ("batch", "seq", "act_embed"))
         x, new_cache = self._run_layers(x, positions, mask, inv_freq, cache, offset)
-        return self.final_norm(x), new_cache
+        return self.final_norm(x[:, -1:] if last_only else x), new_cache
 
     def _run_layers(self, x, positions, mask, inv_freq, cache, offset):
         cfg = self.cfg
@@ -287,10 +328,9 @@ class Decoder(nnx.Module):
             graphdef, state = nnx.split(layer)
             kc = None if cache is None else cache.k[i]
             vc = None if cache is None else cache.v[i]
-            x, k_new, v_new = layer_fn(graphdef, state, x, kc, vc)
-            if cache is not None:
-                ks.append(jax.lax.dynamic_update_slice_in_dim(kc, k_new, offset, 2))
-                vs.append(jax.lax.dynamic_update_slice_in_dim(vc, v_new, offset, 2))
+            x, k_written, v_written = layer_fn(graphdef, state, x, kc, vc)
+            ks.append(k_written)
+            vs.append(v_written)
         return x, (None if cache is None else KVCache(tuple(ks), tuple(vs)))
 
     def __call__(self, tokens, positions=None, mask=None, cache=None, offset=None,

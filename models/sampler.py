@@ -93,10 +93,11 @@ class Sampler:
         self.pad_id = pad_id
         self.prompt_bucket, self.cache_bucket = prompt_bucket, cache_bucket
         self.new_tokens_bucket = new_tokens_bucket
-        self._prefill = jax.jit(functools.partial(_prefill, self.graphdef), static_argnums=(7,),
-                                donate_argnums=(1,))
+        self._prefill = jax.jit(functools.partial(_prefill, self.graphdef),
+                                static_argnums=(7, 10), donate_argnums=(1,))
         self._decode = jax.jit(functools.partial(_decode_chunk, self.graphdef),
                                donate_argnums=(1,))
+        self._cache_makers: dict = {}  # (rows, slots, mesh) -> compiled zero-cache maker
 
     def update_params(self, model_or_state) -> None:
         self.params = (nnx.state(model_or_state) if isinstance(model_or_state, nnx.Module)
@@ -136,6 +137,7 @@ class Sampler:
             if x:
                 tokens[i, t - len(x):] = x
                 tmask[i, t - len(x):] = True
+        fresh = state is None
         state = self._fit_cache(state, b, t + max_new)
         stop_ids = jnp.asarray(list(config.stop_token_ids) or [-1], jnp.int32)
         knobs = (jnp.float32(config.temperature), jnp.int32(config.top_k),
@@ -145,7 +147,7 @@ class Sampler:
         carry = self._prefill(
             params, (state.cache, state.valid), jnp.int32(state.offset),
             jnp.asarray(state.next_pos, jnp.int32), jnp.asarray(tokens), jnp.asarray(tmask),
-            jnp.asarray(active), max_new, sub, knobs)
+            jnp.asarray(active), max_new, sub, knobs, fresh)
         first_decode_slot = state.offset + t
         alive_host = np.array(carry["alive"])
         cut = [None] * b
@@ -163,14 +165,7 @@ class Sampler:
     def _fit_cache(self, state, b, extra) -> GenerationState:
         if state is None:
             slots = _round_up(extra, self.cache_bucket)
-            make = functools.partial(KVCache.zeros, self.cfg, b, slots)
-            mesh = params_mesh(self.params)
-            if mesh is None:
-                cache = make()
-            else:  # made in place: a whole cache on one device first might not fit
-                shardings = jax.tree.map(lambda a: cache_sharding(mesh, a.shape),
-                                         jax.eval_shape(make))
-                cache = jax.jit(make, out_shardings=shardings)()
+            cache = self._empty_cache(b, slots, params_mesh(self.params))
             return GenerationState(cache, jnp.zeros((b, slots), bool),
                                    0, np.zeros(b, np.int32), [[] for _ in range(b)], b)
         need = state.offset + extra
@@ -182,6 +177,19 @@ class Sampler:
             return jnp.pad(a, [(0, 0)] * (a.ndim - 2) + [(0, grow), (0, 0)])
         cache = jax.tree.map(pad, state.cache)
         return dataclasses.replace(state, cache=cache, valid=jnp.pad(state.valid, ((0, 0), (0, grow))))
+
+    def _empty_cache(self, b: int, slots: int, mesh) -> KVCache:
+        """A zero cache of ``b`` rows and ``slots`` slots; on a mesh, made in
+        place (a whole cache on one device first might not fit). The maker
+        is compiled once per shape and mesh: compiling it at every call cost
+        more than a small batch's whole prefill (README "Sampler")."""
+        key = (b, slots, mesh)
+        if key not in self._cache_makers:
+            make = functools.partial(KVCache.zeros, self.cfg, b, slots)
+            shardings = None if mesh is None else jax.tree.map(
+                lambda a: cache_sharding(mesh, a.shape), jax.eval_shape(make))
+            self._cache_makers[key] = jax.jit(make, out_shardings=shardings)
+        return self._cache_makers[key]()
 
     def _check_stop_strings(self, carry, alive, cut, config, decode):
         out = np.asarray(carry["out"])
@@ -238,23 +246,29 @@ class Sampler:
 
 def _forward_last(graphdef, params, tokens, positions, mask, cache, offset):
     model = nnx.merge(graphdef, params)
-    hidden, cache = model.hidden_states(tokens, positions, mask, cache, offset)
+    hidden, cache = model.hidden_states(tokens, positions, mask, cache, offset, last_only=True)
     logits = jnp.dot(hidden[:, -1], model.unembedding().astype(hidden.dtype),
                      preferred_element_type=jnp.float32)
     return logits, cache
 
 
 def _prefill(graphdef, params, cache_and_valid, offset, next_pos, tokens, tmask, active,
-             max_new, rng, knobs):
-    """Writes a left-padded block into the cache and samples the first token."""
+             max_new, rng, knobs, fresh: bool = False):
+    """Writes a left-padded block into the cache and samples the first token.
+    ``fresh`` (static): the cache holds nothing yet, so the block attends
+    within itself rather than over every slot (at a 64-token prompt and 64
+    new tokens, half of them empty)."""
     (cache, valid) = cache_and_valid
     temperature, top_k, top_p, limit, stop_ids = knobs
     b, t = tokens.shape
     slots = cache.slots
     positions = next_pos[:, None] + jnp.maximum(jnp.cumsum(tmask, axis=1) - 1, 0)
     valid = jax.lax.dynamic_update_slice(valid, tmask, (0, offset))
-    query_slot = offset + jnp.arange(t)
-    mask = valid[:, None, :] & (jnp.arange(slots)[None, None, :] <= query_slot[None, :, None])
+    if fresh:
+        mask = tmask[:, None, :] & (jnp.arange(t)[None, None, :] <= jnp.arange(t)[None, :, None])
+    else:
+        query_slot = offset + jnp.arange(t)
+        mask = valid[:, None, :] & (jnp.arange(slots)[None, None, :] <= query_slot[None, :, None])
     logits, cache = _forward_last(graphdef, params, tokens, positions, mask, cache, offset)
     tok, lp = sample_tokens(logits, rng, temperature, top_k, top_p)
     out = jnp.zeros((b, max_new), jnp.int32).at[:, 0].set(jnp.where(active, tok, 0))

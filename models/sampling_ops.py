@@ -64,6 +64,18 @@ def _filter_top_k_top_p(scaled, top_k, top_p):
     return jnp.where(keep, scaled, -jnp.inf)
 
 
+def first_argmax(logits):
+    """jnp.argmax over the last axis (the first index of the maximum), as a
+    max and a min over indices: XLA's CPU backend runs argmax's paired
+    reduction at about 2.5x the time of the two plain ones (0.32 against
+    0.13 ms for [64, 2048] in a jitted loop). A row holding NaN, where
+    argmax would pick the first NaN, gets the last index."""
+    top = logits.max(-1, keepdims=True)
+    v = logits.shape[-1]
+    first = jnp.min(jnp.where(logits == top, jnp.arange(v), v), axis=-1)
+    return jnp.minimum(first, v - 1)
+
+
 def sample_tokens(logits, rng, temperature, top_k, top_p):
     """Samples one token per row of fp32 ``logits`` [B, V].
 
@@ -81,7 +93,7 @@ def sample_tokens(logits, rng, temperature, top_k, top_p):
                             scaled, top_k, top_p)
     # Greedy decoding draws no random numbers: a Gumbel draw over the whole
     # vocabulary is a large share of a small model's decode step on CPU.
-    tokens = jax.lax.cond(greedy, lambda f: jnp.argmax(logits, axis=-1),
+    tokens = jax.lax.cond(greedy, lambda f: first_argmax(logits),
                           lambda f: jax.random.categorical(rng, f, axis=-1),
                           filtered).astype(jnp.int32)
     return tokens, jnp.take_along_axis(logp_all, tokens[:, None], axis=-1)[:, 0]

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from models.checkpoint import load_checkpoint, save_checkpoint
 from models.config import tiny_config
 from models.decoder import init_decoder
 from models.sampler import Sampler, batch_bucket
@@ -53,6 +54,34 @@ def test_greedy_cache_equals_full_recompute(model, sampler):
         assert toks == want
         np.testing.assert_allclose(lps, want_lp, atol=1e-4)
     assert res.stop_reason == ["length"] * 3
+
+
+@pytest.mark.parametrize("scan,prompt_bucket", [(True, 8), (False, 1), (True, 1)])
+def test_cache_layouts_and_one_token_blocks_equal_full_recompute(model, scan, prompt_bucket,
+                                                                 tmp_path):
+    """Scanned layers (stacked cache, the block written after the scan) and
+    prompt blocks of a single token (a fresh cache's block attends within
+    itself; a one-token continuation over the cache) decode as the unrolled
+    model recomputed whole does."""
+    if scan:  # the same weights, stacked
+        save_checkpoint(model, str(tmp_path))
+        layout = load_checkpoint(str(tmp_path), scan_layers=True)
+    else:
+        layout = model
+    sampler = Sampler(layout, prompt_bucket=prompt_bucket, cache_bucket=16, new_tokens_bucket=8)
+    cfg = SamplingConfig(temperature=0.0, max_new_tokens=5, check_every=2)
+    prompts, replies = [[40], [7]], [[], []]  # blocks of one token (the pending one)
+    if prompt_bucket > 1:
+        prompts, replies = [[40], [5, 9]], [[11], [12, 13]]
+    first = sampler.generate(prompts, cfg)
+    for prompt, toks in zip(prompts, first.tokens):
+        assert toks == _greedy_reference(model, prompt, 5)[0]
+    second = sampler.generate(replies, cfg, state=first.state)
+    for i, prompt in enumerate(prompts):
+        whole = prompt + first.tokens[i] + replies[i]
+        want, want_lp = _greedy_reference(model, whole, 5)
+        assert second.tokens[i] == want
+        np.testing.assert_allclose(second.logprobs[i], want_lp, atol=1e-4)
 
 
 def test_continuation_equals_decoding_from_scratch(sampler):
