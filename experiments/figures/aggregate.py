@@ -7,6 +7,7 @@ finals with their per-seed spread.
 """
 from __future__ import annotations
 
+import difflib
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -17,7 +18,12 @@ def curve(rows: Sequence[Mapping], key: str, where: str = "run") -> tuple[np.nda
     pts = sorted((int(r["step"]), float(r[key])) for r in rows if key in r)
     if not pts:
         keys = sorted({k for r in rows for k in r if k not in ("step", "time")})
-        raise KeyError(f"metric {key!r} is in no row of {where}; keys present: {keys}")
+        # The closest names (a typo), not all of them: the figures print this
+        # in their "Missing data" lists, where a run that predates a metric
+        # is the usual cause.
+        close = difflib.get_close_matches(key, keys, n=3, cutoff=0.6)
+        raise KeyError(f"metric {key!r} is in no row of {where} (the record has {len(keys)} "
+                       f"other metrics; closest: {', '.join(close) or 'none'})")
     steps, values = zip(*pts)
     return np.asarray(steps), np.asarray(values, float)
 
