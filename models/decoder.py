@@ -87,7 +87,8 @@ class Attention(nnx.Module):
             self.q_norm = self.k_norm = None
         self.cfg = cfg
 
-    def __call__(self, x, positions, mask, inv_freq, k_cache=None, v_cache=None, offset=None):
+    def __call__(self, x, positions, mask, inv_freq, k_cache=None, v_cache=None, offset=None,
+                 causal=False):
         """(output, k, v): with unrolled layers' cache arrays, k and v are
         those arrays with this block written at ``offset``; with a slice of
         a stacked cache (scan_layers), the block itself [b, kv, t, d], for
@@ -144,6 +145,8 @@ class Attention(nnx.Module):
             k, v = k.astype(q.dtype), v.astype(q.dtype)
             if cfg.attention_chunk and t > cfg.attention_chunk:
                 out = chunked_attention(q, k, v, mask, scale, cfg.attention_chunk)
+            elif causal and not over_cache:
+                out = causal_block_attention(q, k, v, mask, scale)
             else:
                 out = attend(q, k, v, mask, scale)
         out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
@@ -157,6 +160,31 @@ def attend(q, k, v, mask, scale):
     scores = jnp.where(mask[:, None, None, :, :], scores, _NEG)
     probs = jax.nn.softmax(scores, axis=-1).astype(q.dtype)
     return jnp.einsum("bkgts,bskd->btkgd", probs, v)
+
+
+# Causal attention within a block is computed in query blocks of at least
+# MIN_CAUSAL_BLOCK tokens and at most CAUSAL_QUERY_BLOCKS blocks (a bounded
+# unrolled program), each over the keys up to its own end only.
+MIN_CAUSAL_BLOCK, CAUSAL_QUERY_BLOCKS = 64, 8
+
+
+def causal_block_attention(q, k, v, mask, scale):
+    """`attend` of a block over its own positions (k, v [b, t, kv, d]) where
+    ``mask`` [b, t, t] lets no query attend to a later position: query block
+    j reads only the keys up to its end, so the scores above the diagonal
+    blocks are never computed. The same result as `attend` up to float
+    summation order (the skipped scores are masked there, exp(-1e30) = 0),
+    except for a query whose mask allows no key at all (left padding): its
+    meaningless output averages other values.
+    At t = 224, batch 32 on CPU, forward 3.8x and forward plus backward 2x
+    faster than `attend` (README "Sampler")."""
+    t = q.shape[1]
+    chunk = max(MIN_CAUSAL_BLOCK, -(-t // CAUSAL_QUERY_BLOCKS))
+    if t <= chunk:
+        return attend(q, k, v, mask, scale)
+    outs = [attend(q[:, s:s + chunk], k[:, :s + chunk], v[:, :s + chunk],
+                   mask[:, s:s + chunk, :s + chunk], scale) for s in range(0, t, chunk)]
+    return jnp.concatenate(outs, axis=1)
 
 
 def attend_cached_token(q, k_cache, v_cache, mask, scale):
@@ -238,9 +266,10 @@ class DecoderLayer(nnx.Module):
         self.post_attn_norm = RMSNorm(cfg.hidden_size, **norm_kw)
         self.mlp = MLP(cfg, rngs)
 
-    def __call__(self, x, positions, mask, inv_freq, k_cache=None, v_cache=None, offset=None):
+    def __call__(self, x, positions, mask, inv_freq, k_cache=None, v_cache=None, offset=None,
+                 causal=False):
         h, k_cache, v_cache = self.attn(self.input_norm(x), positions, mask, inv_freq,
-                                        k_cache, v_cache, offset)
+                                        k_cache, v_cache, offset, causal)
         x = x + h
         x = x + self.mlp(self.post_attn_norm(x))
         return constrain(x, ("batch", "seq", "act_embed")), k_cache, v_cache
@@ -275,7 +304,8 @@ class Decoder(nnx.Module):
         return self.lm_head.kernel[...]
 
     def hidden_states(self, tokens, positions=None, mask=None, cache: KVCache | None = None,
-                      offset=None, input_mask=None, last_only: bool = False):
+                      offset=None, input_mask=None, last_only: bool = False,
+                      causal: bool | None = None):
         """Final-norm hidden states [B, T, d] (and the updated cache); with
         ``last_only``, those of the last position alone [B, 1, d] (a sampler
         needs no other, and normalising a whole prompt block cost a sixth of
@@ -287,8 +317,15 @@ class Decoder(nnx.Module):
         attends over the cache with the block written in; [B, T, T] attends
         within the block alone (a fresh cache, whose other slots are empty),
         the block still being written into the cache.
+
+        ``causal``: the mask lets no position of the block attend to a later
+        one, so attention within the block skips those scores
+        (`causal_block_attention`); None means true exactly when the mask
+        is made here (no cache, no mask given).
         """
         cfg = self.cfg
+        if causal is None:
+            causal = cache is None and mask is None
         if cache is None:
             if input_mask is None:
                 input_mask = jnp.ones(tokens.shape, bool)
@@ -298,14 +335,14 @@ class Decoder(nnx.Module):
             raise ValueError("with a cache, positions, mask and offset are required")
         inv_freq = rope_inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
         x = constrain(self.embed(tokens), ("batch", "seq", "act_embed"))
-        x, new_cache = self._run_layers(x, positions, mask, inv_freq, cache, offset)
+        x, new_cache = self._run_layers(x, positions, mask, inv_freq, cache, offset, causal)
         return self.final_norm(x[:, -1:] if last_only else x), new_cache
 
-    def _run_layers(self, x, positions, mask, inv_freq, cache, offset):
+    def _run_layers(self, x, positions, mask, inv_freq, cache, offset, causal):
         cfg = self.cfg
 
         def layer_fn(graphdef, state, h, kc, vc):
-            return nnx.merge(graphdef, state)(h, positions, mask, inv_freq, kc, vc, offset)
+            return nnx.merge(graphdef, state)(h, positions, mask, inv_freq, kc, vc, offset, causal)
 
         if cfg.remat:  # recompute each layer's activations in the backward pass
             layer_fn = jax.checkpoint(layer_fn, static_argnums=(0,))

@@ -244,9 +244,10 @@ class Sampler:
         return GenerationResult(tokens[:rows], logprobs[:rows], reasons[:rows], state)
 
 
-def _forward_last(graphdef, params, tokens, positions, mask, cache, offset):
+def _forward_last(graphdef, params, tokens, positions, mask, cache, offset, causal=False):
     model = nnx.merge(graphdef, params)
-    hidden, cache = model.hidden_states(tokens, positions, mask, cache, offset, last_only=True)
+    hidden, cache = model.hidden_states(tokens, positions, mask, cache, offset, last_only=True,
+                                        causal=causal)
     logits = jnp.dot(hidden[:, -1], model.unembedding().astype(hidden.dtype),
                      preferred_element_type=jnp.float32)
     return logits, cache
@@ -269,7 +270,8 @@ def _prefill(graphdef, params, cache_and_valid, offset, next_pos, tokens, tmask,
     else:
         query_slot = offset + jnp.arange(t)
         mask = valid[:, None, :] & (jnp.arange(slots)[None, None, :] <= query_slot[None, :, None])
-    logits, cache = _forward_last(graphdef, params, tokens, positions, mask, cache, offset)
+    logits, cache = _forward_last(graphdef, params, tokens, positions, mask, cache, offset,
+                                  causal=fresh)  # the fresh block's mask is causal
     tok, lp = sample_tokens(logits, rng, temperature, top_k, top_p)
     out = jnp.zeros((b, max_new), jnp.int32).at[:, 0].set(jnp.where(active, tok, 0))
     out_lp = jnp.zeros((b, max_new), jnp.float32).at[:, 0].set(jnp.where(active, lp, 0.0))
