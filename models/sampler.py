@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from models.decoder import Decoder, KVCache
+from models.decoder import Decoder, KVCache, causal_mask
 from models.sampling_ops import SamplingConfig, sample_tokens
 
 # The cache's dimensions as the sharding rules name them: rows follow the
@@ -266,7 +266,7 @@ def _prefill(graphdef, params, cache_and_valid, offset, next_pos, tokens, tmask,
     positions = next_pos[:, None] + jnp.maximum(jnp.cumsum(tmask, axis=1) - 1, 0)
     valid = jax.lax.dynamic_update_slice(valid, tmask, (0, offset))
     if fresh:
-        mask = tmask[:, None, :] & (jnp.arange(t)[None, None, :] <= jnp.arange(t)[None, :, None])
+        mask = causal_mask(tmask)
     else:
         query_slot = offset + jnp.arange(t)
         mask = valid[:, None, :] & (jnp.arange(slots)[None, None, :] <= query_slot[None, :, None])
