@@ -119,8 +119,7 @@ def main(_):
           f"{t_whole * 1e3:.1f} ms a call ({new / t_whole:.0f} new tok/s); the prompt block "
           f"(a call with 1 new token) {t_prompt * 1e3:.1f} ms, {t_prompt / t_whole:.0%}")
 
-    hlo = "\n".join(fn.lower(*args).compile().as_text()
-                    for fn, args in _compiled_calls(sampler, prompts, whole))
+    hlo = sampler._decode.lower(*_decode_arguments(sampler, prompts, whole)).compile().as_text()
     with tempfile.TemporaryDirectory() as trace_dir:
         jax.profiler.start_trace(trace_dir, create_perfetto_trace=True)
         sampler.generate(prompts, whole)
@@ -135,9 +134,9 @@ def main(_):
         print(f"{ms:>8.3f} {count:>8.1f}  {kind}")
 
 
-def _compiled_calls(sampler, prompts, config):
-    """The sampler's decode program with the arguments of a real call: a
-    prefill's carry, captured by running one."""
+def _decode_arguments(sampler, prompts, config):
+    """The shapes of the sampler's decode program's arguments in a real call
+    (a prefill's carry), captured by running one."""
     import jax
 
     captured = []
@@ -153,7 +152,7 @@ def _compiled_calls(sampler, prompts, config):
         sampler.generate(prompts, config)
     finally:
         sampler._decode = decode
-    return [(decode, captured[0])]
+    return captured[0]
 
 
 if __name__ == "__main__":
