@@ -81,7 +81,7 @@ def test_causal_query_blocks_equal_whole_attention(monkeypatch):
     def loss(fn):
         return lambda q, k, v: (jnp.where(live, fn(q, k, v, mask, 0.3), 0.0) ** 2).sum()
     want, want_grads = jax.value_and_grad(loss(attend), argnums=(0, 1, 2))(q, k, v)
-    for block in (1, 2, 4, 5, 13):
+    for block in (2, 5):  # several blocks, a last one cut short
         monkeypatch.setattr(decoder, "MIN_CAUSAL_BLOCK", block)
         got, grads = jax.value_and_grad(loss(decoder.causal_block_attention),
                                         argnums=(0, 1, 2))(q, k, v)
