@@ -119,7 +119,7 @@ def main(_):
           f"{t_whole * 1e3:.1f} ms a call ({new / t_whole:.0f} new tok/s); the prompt block "
           f"(a call with 1 new token) {t_prompt * 1e3:.1f} ms, {t_prompt / t_whole:.0%}")
 
-    hlo = sampler._decode.lower(*_decode_arguments(sampler, prompts, whole)).compile().as_text()
+    hlo = sampler.decode_program(prompts, whole).as_text()
     with tempfile.TemporaryDirectory() as trace_dir:
         jax.profiler.start_trace(trace_dir, create_perfetto_trace=True)
         sampler.generate(prompts, whole)
@@ -132,27 +132,6 @@ def main(_):
     print(f"{'ms/step':>8} {'ops/step':>8}  kind (jaxpr op, output shape)")
     for kind, (ms, count) in prof["by_kind"][:FLAGS.top]:
         print(f"{ms:>8.3f} {count:>8.1f}  {kind}")
-
-
-def _decode_arguments(sampler, prompts, config):
-    """The shapes of the sampler's decode program's arguments in a real call
-    (a prefill's carry), captured by running one."""
-    import jax
-
-    captured = []
-    decode = sampler._decode
-
-    def capture(*args):  # shapes only: the carry is donated to the call
-        captured.append(jax.tree.map(
-            lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a, args))
-        return decode(*args)
-
-    sampler._decode = capture
-    try:
-        sampler.generate(prompts, config)
-    finally:
-        sampler._decode = decode
-    return captured[0]
 
 
 if __name__ == "__main__":

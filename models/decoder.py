@@ -110,16 +110,17 @@ class Attention(nnx.Module):
         # A mask over the cache's slots attends over the cache; one over the
         # block's own t positions, within the block (see Decoder.hidden_states).
         over_cache = k_cache is not None and mask.shape[-1] == k_cache.shape[2]
+        if k_cache is not None:
+            k_new = k.astype(k_cache.dtype).transpose(0, 2, 1, 3)  # [b, kv, t, d]
+            v_new = v.astype(v_cache.dtype).transpose(0, 2, 1, 3)
         if k_cache is not None and not cfg.scan_layers:
             # Unrolled layers: this layer's own cache arrays, written in place
             # here first, then read. Reading a cache array before an in-place
             # write of it made XLA's CPU backend copy every cache array twice
-            # per decode step (seen in its optimised HLO); written first, the
-            # cache is never copied.
-            k_cache = jax.lax.dynamic_update_slice_in_dim(
-                k_cache, k.astype(k_cache.dtype).transpose(0, 2, 1, 3), offset, 2)
-            v_cache = jax.lax.dynamic_update_slice_in_dim(
-                v_cache, v.astype(v_cache.dtype).transpose(0, 2, 1, 3), offset, 2)
+            # per decode step; written first, the cache is never copied
+            # (tests/models/test_sampler.py checks the compiled decode loop).
+            k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 2)
+            v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, v_new, offset, 2)
             stored = (k_cache, v_cache)
             if over_cache and t == 1:
                 out = attend_cached_token(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype),
@@ -130,8 +131,6 @@ class Attention(nnx.Module):
             # Scanned layers: the layer's cache is a slice of the stacked
             # arrays and the caller writes every layer's block at once after
             # the scan, so here the block only joins the attention.
-            k_new = k.astype(k_cache.dtype).transpose(0, 2, 1, 3)  # [b, kv, t, d]
-            v_new = v.astype(v_cache.dtype).transpose(0, 2, 1, 3)
             stored = (k_new, v_new)
             if over_cache and t == 1:  # the cache as it stands plus the token, no copy
                 out = attend_one_token(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype),
@@ -307,8 +306,7 @@ class Decoder(nnx.Module):
                       causal: bool | None = None):
         """Final-norm hidden states [B, T, d] (and the updated cache); with
         ``last_only``, those of the last position alone [B, 1, d] (a sampler
-        needs no other, and normalising a whole prompt block cost a sixth of
-        a large prefill).
+        needs no other: the norm is not run over a whole prompt block).
 
         Without a cache, pass ``input_mask`` [B, T] (1 = real token) and the
         causal mask and positions are derived from it. With a cache, pass

@@ -162,6 +162,28 @@ class Sampler:
                 carry["alive"] = jnp.asarray(alive_host)
         return self._finish(carry, cut, active, first_decode_slot, config, rows)
 
+    def decode_program(self, prompts: Sequence[Sequence[int]], config: SamplingConfig):
+        """The compiled decode loop that ``generate(prompts, config)`` runs
+        (jax.stages.Compiled: its HLO text, memory analysis), found by
+        running that call once and lowering the loop at its arguments'
+        shapes; for inspection (experiments/profile_sampler.py, tests)."""
+        shapes, decode = [], self._decode
+
+        def capture(*args):  # shapes only: the carry is donated to the call
+            shapes.append(jax.tree.map(
+                lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a,
+                args))
+            return decode(*args)
+
+        self._decode = capture
+        try:
+            self.generate(prompts, config)
+        finally:
+            self._decode = decode
+        if not shapes:
+            raise ValueError("this call decodes nothing past its first token")
+        return decode.lower(*shapes[0]).compile()
+
     def _fit_cache(self, state, b, extra) -> GenerationState:
         if state is None:
             slots = _round_up(extra, self.cache_bucket)

@@ -67,9 +67,8 @@ def _filter_top_k_top_p(scaled, top_k, top_p):
 def first_argmax(logits):
     """jnp.argmax over the last axis (the first index of the maximum), as a
     max and a min over indices: XLA's CPU backend runs argmax's paired
-    reduction at about 2.5x the time of the two plain ones (0.32 against
-    0.13 ms for [64, 2048] in a jitted loop). A row holding NaN, where
-    argmax would pick the first NaN, gets the last index."""
+    (value, index) reduction slower than two plain ones. A row holding NaN,
+    where argmax would pick the first NaN, gets the last index."""
     top = logits.max(-1, keepdims=True)
     v = logits.shape[-1]
     first = jnp.min(jnp.where(logits == top, jnp.arange(v), v), axis=-1)

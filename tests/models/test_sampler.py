@@ -1,4 +1,6 @@
 """KV-cache sampler against full recomputation with the same model."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,7 +11,7 @@ from models.checkpoint import load_checkpoint, save_checkpoint
 from models.config import tiny_config
 from models.decoder import init_decoder
 from models.sampler import Sampler, batch_bucket
-from models.sampling_ops import SamplingConfig, sample_tokens
+from models.sampling_ops import SamplingConfig, first_argmax, sample_tokens
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +84,23 @@ def test_cache_layouts_and_one_token_blocks_equal_full_recompute(model, scan, pr
         want, want_lp = _greedy_reference(model, whole, 5)
         assert second.tokens[i] == want
         np.testing.assert_allclose(second.logprobs[i], want_lp, atol=1e-4)
+
+
+def test_the_decode_loop_never_copies_the_cache(sampler):
+    """Each layer writes the decoded token into its cache before reading it:
+    read first, XLA's CPU backend copied every cache array twice a step."""
+    cfg = SamplingConfig(temperature=0.0, max_new_tokens=6, check_every=6)
+    hlo = sampler.decode_program(PROMPTS, cfg).as_text()
+    c = sampler.cfg
+    cache = rf"f32\[4,{c.num_kv_heads},\d+,{c.head_dim}\]"  # 3 rows in a bucket of 4
+    assert re.search(cache + r"\S* (dynamic-update-slice|fusion)\(", hlo)  # the pattern matches
+    assert not re.search(cache + r"\S* copy\(", hlo)
+
+
+def test_first_argmax_is_numpys_argmax_ties_included():
+    rng = np.random.default_rng(0)
+    logits = rng.integers(0, 4, size=(50, 9)).astype(np.float32)  # many ties
+    assert (np.asarray(first_argmax(jnp.asarray(logits))) == logits.argmax(-1)).all()
 
 
 def test_continuation_equals_decoding_from_scratch(sampler):
