@@ -80,6 +80,14 @@ class Command:
     """--dry_run: how many devices to lay the models out on."""
     device: str = "h100"
     """--dry_run: the device whose memory the verdict is against (h100, h200, v5p, a100)."""
+    distributed: bool = False
+    """Join a multi-process JAX job: start this same command once per host
+    (SLURM, a TPU pod slice, or JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES
+    and JAX_PROCESS_ID set by hand). Set by itself when those variables are
+    set. README "Several processes"."""
+    cpu_processes: int = 0
+    """Run as this many local CPU processes of one JAX job (gloo collectives),
+    each process one CPU device: multi-host behaviour on one machine."""
 
 
 def _description() -> str:
@@ -119,8 +127,32 @@ def parse_command(argv: list[str]) -> Command:
                                           base=_saved_config)
 
 
+def _without_flag(argv: list[str], flag: str) -> list[str]:
+    """``argv`` without ``--flag=V`` / ``--flag V``."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(flag + "="):
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    command = parse_command(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = parse_command(argv)
+    if command.cpu_processes:
+        from crl_jax.training import processes
+
+        if processes.ENV_NUM_PROCESSES in os.environ:
+            return _fail("--cpu_processes starts the job's processes itself; it cannot run "
+                         "inside a multi-process job")
+        # the command line that started this process (python run.py / python -m ...)
+        head = [sys.executable] + sys.orig_argv[1:len(sys.orig_argv) - len(sys.argv) + 1]
+        return processes.launch_local(head + _without_flag(argv, "--cpu_processes"),
+                                      command.cpu_processes)
     out_dir = command.out_dir or command.cfg.train.out_dir
     cfg = dataclasses.replace(command.cfg, train=dataclasses.replace(command.cfg.train,
                                                                       out_dir=out_dir))
@@ -129,17 +161,33 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if command.dry_run:
         return _dry_run(cfg, command.devices, command.device)
-    try:
-        prepare_run_dir(cfg, out_dir, resume=command.resume,
-                        accept_changed_config=command.accept_changed_config,
-                        start_fresh=command.start_fresh)
-    except RunDirError as err:
-        return _fail(str(err))
+    share = None
+    if command.distributed or "JAX_NUM_PROCESSES" in os.environ:
+        from crl_jax.training import processes
+
+        share = processes.initialize_from_environment()
+        problem = processes.unsupported(cfg) if share.count > 1 else None
+        if problem:
+            return _fail(f"with {share.count} processes: {problem}")
+    error = None
+    if share is None or share.is_main:  # process 0 makes the run directory, the others wait
+        try:
+            prepare_run_dir(cfg, out_dir, resume=command.resume,
+                            accept_changed_config=command.accept_changed_config,
+                            start_fresh=command.start_fresh)
+        except RunDirError as err:
+            error = str(err)
+    if share is not None:
+        error = share.gather(error)[0]
+    if error:
+        return _fail(error)
     from crl_jax.training.logs import setup_logging
     from crl_jax.training.loop import run_training
 
     setup_logging(out_dir)
     history = run_training(cfg, out_dir, resume=command.resume)
+    if share is not None and not share.is_main:
+        return 0
     from crl_jax.training.metrics import METRICS_FILENAME, read_metrics
     from crl_jax.training.run_summary import format_summary
 

@@ -23,6 +23,7 @@ import numpy as np
 from flax import nnx
 
 from models.decoder import Decoder, KVCache, causal_mask
+from models.distributed import host_value
 from models.sampling_ops import SamplingConfig, sample_tokens
 
 # The cache's dimensions as the sharding rules name them: rows follow the
@@ -149,14 +150,14 @@ class Sampler:
             jnp.asarray(state.next_pos, jnp.int32), jnp.asarray(tokens), jnp.asarray(tmask),
             jnp.asarray(active), max_new, sub, knobs, fresh)
         first_decode_slot = state.offset + t
-        alive_host = np.array(carry["alive"])
+        alive_host = host_value(carry["alive"]).copy()
         cut = [None] * b
         step = 1
         while alive_host.any() and step < config.max_new_tokens:
             stop_at = min(step + config.check_every, config.max_new_tokens)
             carry = self._decode(params, carry, jnp.int32(stop_at), knobs)
             step = int(carry["i"])
-            alive_host = np.array(carry["alive"])
+            alive_host = host_value(carry["alive"]).copy()
             if config.stop_strings:
                 alive_host = self._check_stop_strings(carry, alive_host, cut, config, decode)
                 carry["alive"] = jnp.asarray(alive_host)
@@ -214,8 +215,7 @@ class Sampler:
         return self._cache_makers[key]()
 
     def _check_stop_strings(self, carry, alive, cut, config, decode):
-        out = np.asarray(carry["out"])
-        n = np.asarray(carry["n_emitted"])
+        out, n = host_value((carry["out"], carry["n_emitted"]))
         for i in range(len(alive)):
             if cut[i] is not None or n[i] == 0:
                 continue
@@ -235,12 +235,9 @@ class Sampler:
         return alive
 
     def _finish(self, carry, cut, active, first_decode_slot, config, rows) -> GenerationResult:
-        out = np.asarray(carry["out"])
-        lps = np.asarray(carry["out_lp"])
-        n = np.asarray(carry["n_emitted"]).copy()
-        fed = np.asarray(carry["fed"]).copy()
-        next_pos = np.asarray(carry["next_pos"]).copy()
-        valid = np.asarray(carry["valid"]).copy()
+        # one read (on a multi-process mesh: one gather) for all of them
+        out, lps, n, fed, next_pos, valid = (x.copy() for x in host_value(
+            tuple(carry[k] for k in ("out", "out_lp", "n_emitted", "fed", "next_pos", "valid"))))
         stop_ids = set(config.stop_token_ids)
         tokens, logprobs, reasons, pending = [], [], [], []
         for i in range(len(n)):

@@ -30,6 +30,7 @@ from kernels.fused_loss import fused_policy_loss
 from kernels.logprobs import token_logprobs
 from kernels.policy_losses import PolicyLossConfig
 from models.decoder import Decoder
+from models.distributed import host_value
 from models.sharding import (activation_sharding, batch_sharding, init_optimizer, make_mesh,
                              shard_state)
 
@@ -183,4 +184,4 @@ class Learner:
         return token_logprobs(hidden, unemb, batch["targets"], temperature=self.optim.temperature)
 
     def logprobs(self, packed: PackedBatch) -> np.ndarray:
-        return np.asarray(self._lp(self.params, self._device_batch(packed)))
+        return host_value(self._lp(self.params, self._device_batch(packed)))

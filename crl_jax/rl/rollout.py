@@ -21,6 +21,7 @@ import numpy as np
 from crl_jax.rl import critic, prompts
 from crl_jax.envs.base import StepInfo
 from crl_jax.rl.episode import Episode, Turn  # noqa: F401  (re-exported)
+from models.distributed import ProcessShare
 from models.sampler import Sampler
 from models.sampling_ops import SamplingConfig, strip_stop_tokens
 
@@ -91,8 +92,11 @@ Asker = Callable[[list[str], list[str]], list[tuple[str | None, str | None]]]
 
 class RolloutEngine:
     def __init__(self, sampler: Sampler, tokenizer, config: RolloutConfig,
-                 retrieval_key: str = "text"):
+                 retrieval_key: str = "text", share: ProcessShare | None = None):
         self.sampler, self.tokenizer, self.config = sampler, tokenizer, config
+        # several processes: which episodes this one plays (default: this
+        # process's place in the JAX job; models/distributed.py)
+        self.share = share or ProcessShare.current()
         self.retrieval_key = retrieval_key  # the bank's: what a retrieval query is made of
         # Tokens the last play() sampled for the actor's turns, and the
         # seconds spent inside the sampler for them (rollout throughput).
@@ -125,43 +129,53 @@ class RolloutEngine:
         (or g alone: prompts.retrieval_query) at episode start (none if the
         bank has nothing close enough or nothing yet); with ``judge``
         ("actor" or the "goal" control) it is judged first (`judge`, paper
-        App. B). ``progress(n)``
-        is told after each turn how many episodes that turn ended (progress
+        App. B). ``progress(n)`` is told how many episodes ended (progress
         bars); the calls add up to ``len(tasks)``.
+
+        With several processes (``share``), each resets and steps only the
+        environments of the episodes it owns, every turn samples all live
+        episodes in one global call, and every process gets all episodes.
         """
         if not (len(envs) == len(tasks) == len(guided)):
             raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
+        share = self.share
+        if share.count > 1 and (ask is not None or judge):
+            raise NotImplementedError("search-and-ask and the Actor-Critic judge run in a "
+                                      "single process only (README \"Several processes\")")
         cfg = self.config
         self.sampling_stats = {"tokens": 0, "seconds": 0.0}  # this call's actor turns
         asks_offered = cfg.max_asks if ask is not None else 0  # the first message says so
-        episodes, infos, observations = [], [], []
-        for env, task, g in zip(envs, tasks, guided):
-            obs, info = env.reset(task)
-            infos.append(info)
-            observations.append(obs)
-            episodes.append(Episode(task=task, task_key=_task_key(env), goal=info.goal,
-                                    guided=bool(g), first_observation=obs,
-                                    subtasks=tuple(info.subtasks), env_name=getattr(env, "name", "")))
+        mine = share.owned(len(tasks))
+        episodes, infos, observations = {}, {}, {}
+        for i in mine:
+            obs, info = envs[i].reset(tasks[i])
+            infos[i], observations[i] = info, obs
+            episodes[i] = Episode(task=tasks[i], task_key=_task_key(envs[i]), goal=info.goal,
+                                  guided=bool(guided[i]), first_observation=obs,
+                                  subtasks=tuple(info.subtasks), env_name=getattr(envs[i], "name", ""))
         rng = np.random.default_rng(seed)
         if retrieve is not None and any(guided):
-            idx = [i for i, g in enumerate(guided) if g]
+            # every process asks for every guided episode, in episode order, so
+            # that each bank replica counts the same retrievals (Eq. 6)
+            asked = [q for part in share.gather(
+                [(i, prompts.retrieval_query(episodes[i].goal, observations[i], self.retrieval_key),
+                  episodes[i].task_key) for i in mine if guided[i]]) for q in part]
             start = time.perf_counter()
-            found = retrieve([prompts.retrieval_query(episodes[i].goal, observations[i],
-                                                      self.retrieval_key) for i in idx],
-                             [episodes[i].task_key for i in idx])
-            per_query = (time.perf_counter() - start) / len(idx)
-            for i, hit in zip(idx, found):
+            found = retrieve([q for _, q, _ in asked], [k for _, _, k in asked])
+            per_query = (time.perf_counter() - start) / len(asked)
+            for (i, _, _), hit in zip(asked, found):
+                if i not in episodes:
+                    continue
                 episodes[i].retrieval_s = per_query
                 if hit is not None:
                     episodes[i].experience, episodes[i].experience_id = hit
                     episodes[i].retrieved = hit[0]
             if judge:
-                self.judge([episodes[i] for i, hit in zip(idx, found) if hit is not None],
+                self.judge([episodes[i] for (i, _, _), hit in zip(asked, found) if hit is not None],
                            int(rng.integers(2**31)), judge)
+        reported = 0  # episodes ended so far, over all processes
         for turn in range(cfg.max_turns):
-            live = [i for i, e in enumerate(episodes) if not e.done]
-            if not live:
-                break
+            live = [i for i in mine if not episodes[i].done]
             views = [self._view(episodes[i], observations[i], infos[i]) for i in live]
             prompt_ids = [self._turn_prompt(episodes[i], v, asks_offered)
                           for i, v in zip(live, views)]
@@ -169,18 +183,25 @@ class RolloutEngine:
                 fits = [j for j, p in enumerate(prompt_ids) if len(p) <= cfg.max_prompt_tokens]
                 for j in set(range(len(live))) - set(fits):
                     episodes[live[j]].done = True
-                if progress is not None and len(fits) < len(live):
-                    progress(len(live) - len(fits))
                 live, views, prompt_ids = ([x[j] for j in fits] for x in (live, views, prompt_ids))
-                if not live:
-                    continue
+            # every process's live prompts, in episode order: one sampler call for all
+            parts = share.gather((prompt_ids, sum(episodes[i].done for i in mine)))
+            ended = sum(n for _, n in parts)
+            if progress is not None and ended > reported:
+                progress(ended - reported)
+            reported = ended
+            batch = [p for ids, _ in parts for p in ids]
+            if not batch:
+                break
+            first = sum(len(ids) for ids, _ in parts[:share.index])  # this process's first row
             start = time.perf_counter()
-            result = self.sampler.generate(prompt_ids, self.sampling, rng=int(rng.integers(2**31)),
+            result = self.sampler.generate(batch, self.sampling, rng=int(rng.integers(2**31)),
                                            decode=self.tokenizer.decode)
             self.sampling_stats["seconds"] += time.perf_counter() - start
             self.sampling_stats["tokens"] += sum(len(t) for t in result.tokens)
-            texts = [self.tokenizer.decode(strip_stop_tokens(result.tokens[j], self.sampling))
-                     for j in range(len(live))]
+            tokens = result.tokens[first:first + len(live)]
+            logprobs = result.logprobs[first:first + len(live)]
+            texts = [self.tokenizer.decode(strip_stop_tokens(t, self.sampling)) for t in tokens]
             parsed = [prompts.parse_turn(texts[j], cfg.format, cfg.prompt_style,
                                          episodes[i].env_name, views[j].valid_actions)
                       for j, i in enumerate(live)]
@@ -192,26 +213,26 @@ class RolloutEngine:
                                if asking else []))
             for j, i in enumerate(live):
                 ep, env = episodes[i], envs[i]
-                ids, text = result.tokens[j], texts[j]
+                ids, text = tokens[j], texts[j]
                 if j in answers:  # a tool call: the answer becomes history, the world waits
                     advice, key = answers[j]
                     if key:
                         ep.ask_keys.append(key)
                     reply = prompts.ask_observation(advice, cfg.prompt_style,
                                                     cfg.max_asks - ep.num_asks - 1)
-                    ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text,
+                    ep.turns.append(Turn(list(prompt_ids[j]), list(ids), logprobs[j], text,
                                          None, reply, 0.0, (), False, views[j], queries[j]))
                     continue
                 action = parsed[j][1]
                 if action is None:  # never sent: the world stays as the prompt shows it
-                    ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text,
+                    ep.turns.append(Turn(list(prompt_ids[j]), list(ids), logprobs[j], text,
                                          None, prompts.NO_ACTION, 0.0, (), True, views[j]))
                     ep.format_failed = cfg.end_on_format_failure and prompts.format_failure_ends(
                         cfg.prompt_style, ep.env_name)
                     ep.done = ep.format_failed or ep.generated_tokens >= cfg.token_budget
                     continue
                 step = env.step(action)
-                ep.turns.append(Turn(list(prompt_ids[j]), list(ids), result.logprobs[j], text, action,
+                ep.turns.append(Turn(list(prompt_ids[j]), list(ids), logprobs[j], text, action,
                                      step.observation, float(step.reward),
                                      tuple(step.info.subtask_events),
                                      bool(step.info.invalid_action), views[j]))
@@ -223,13 +244,13 @@ class RolloutEngine:
                 ep.won = ep.won or bool(step.info.won)
                 if step.done or ep.won or ep.generated_tokens >= cfg.token_budget:
                     ep.done = True
-            if progress is not None:
-                progress(sum(episodes[i].done for i in live))
-        if progress is not None:  # the episodes the turn cap ended
-            progress(sum(not ep.done for ep in episodes))
-        for ep in episodes:
+        if progress is not None and len(tasks) > reported:  # the last turn's and the turn cap's
+            progress(len(tasks) - reported)
+        for ep in episodes.values():
             ep.done = True
-        return episodes
+        if share.count == 1:
+            return [episodes[i] for i in mine]
+        return [ep for part in share.gather([episodes[i] for i in mine]) for ep in part]
 
     def judge(self, episodes: Sequence[Episode], seed: int, source: str = "actor") -> None:
         """Actor-Critic variant (paper App. B): the actor judges each episode's

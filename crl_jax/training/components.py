@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 
+import jax
 import numpy as np
 
 from crl_jax.experience import EpisodeRecord
@@ -29,6 +30,7 @@ from crl_jax.training.warm_cache import (WarmStartCache, record_warm_start, reco
                                          warm_start_key)
 from crl_jax.training.warm_stage import warm_start_models
 from crl_jax.training.logs import progress_bar
+from models.distributed import main_process_first
 from models.sampler import Sampler
 
 log = logging.getLogger(__name__)
@@ -119,10 +121,16 @@ def collect_demos(cfg: RunConfig, sources: list[TaskSource]) -> list:
 
 
 def _tokenizers(cfg: RunConfig, demos: list, out_dir: str, cache: WarmStartCache | None):
-    cached = cache.tokenizer_dir() if cache else None
-    if cached and not os.path.exists(os.path.join(out_dir, "tokenizer")):
-        shutil.copytree(cached, os.path.join(out_dir, "tokenizer"))
-    tok = setup.load_tokenizer_for(cfg.actor) or setup.env_tokenizer(cfg, demos, out_dir)
+    """The actor's and extractor's tokenizers. A tiny model's is fitted (or
+    copied from the cache) into the run directory by process 0 first; the
+    other processes then load that one."""
+    def make():
+        cached = cache.tokenizer_dir() if cache else None
+        if cached and not os.path.exists(os.path.join(out_dir, "tokenizer")):
+            shutil.copytree(cached, os.path.join(out_dir, "tokenizer"))
+        return setup.load_tokenizer_for(cfg.actor) or setup.env_tokenizer(cfg, demos, out_dir)
+
+    tok = main_process_first(make, "tokenizer")
     return tok, setup.load_tokenizer_for(cfg.extractor) or tok
 
 
@@ -180,7 +188,7 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
              if cfg.warm_start.cache_dir and tiny else None)
     if cache:  # which warm start this run grew from (figures check it)
         grew_from = recorded_warm_start(out_dir) if resume else None
-        if grew_from is None:
+        if grew_from is None and jax.process_index() == 0:
             record_warm_start(out_dir, cache.key)
         elif grew_from != cache.key:  # the record stays: the checkpoint holds that warm start
             log.warning("this run grew from warm start %s; this code builds %s: the resumed run "

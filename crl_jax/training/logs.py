@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 
+import jax
 from tqdm.auto import tqdm
 
 LOG_FILENAME = "log.txt"
@@ -25,7 +26,8 @@ def progress_bar(total: int, desc: str, unit: str, *, initial: int = 0,
     RL bar stays."""
     tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=not transient,
-                dynamic_ncols=True, mininterval=0.5 if tty else 30.0)
+                dynamic_ncols=True, mininterval=0.5 if tty else 30.0,
+                disable=jax.process_index() != 0)  # several processes: the console is process 0's
 
 
 class _TqdmHandler(logging.Handler):
@@ -47,12 +49,20 @@ class _ConsoleFilter(logging.Filter):
         return record.levelno >= logging.WARNING
 
 
+def log_filename(process: int) -> str:
+    """log.txt for process 0; log.p<k>.txt for the others of a multi-process run."""
+    return LOG_FILENAME if process == 0 else f"log.p{process}.txt"
+
+
 def setup_logging(run_dir: str) -> str:
-    """Routes logging for a run; returns the path of the full log."""
+    """Routes logging for a run; returns the path of the full log. With
+    several processes, only process 0 writes to the console (warnings and
+    errors of the others too); each keeps its own full log."""
     import absl.logging
 
     os.makedirs(run_dir, exist_ok=True)
-    path = os.path.join(run_dir, LOG_FILENAME)
+    process = jax.process_index()
+    path = os.path.join(run_dir, log_filename(process))
     root = logging.getLogger()
     for handler in list(root.handlers):  # absl's, or an earlier run's in this process
         root.removeHandler(handler)
@@ -63,6 +73,10 @@ def setup_logging(run_dir: str) -> str:
     console = _TqdmHandler()
     console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     console.addFilter(_ConsoleFilter())
+    if process:
+        console.setFormatter(logging.Formatter(f"[process {process}] %(levelname)s %(name)s: "
+                                               "%(message)s"))
+        console.setLevel(logging.WARNING)
     root.addHandler(to_file)
     root.addHandler(console)
     # absl (Orbax logs through it) goes through the root logger's handlers.

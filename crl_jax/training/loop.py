@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 
+import jax
 
 from crl_jax.training.background import ExtractorTraining
 from crl_jax.training.checkpointing import RunCheckpointer
@@ -40,7 +41,8 @@ def save_checkpoint(run: Run, state: RunState, ckpt: RunCheckpointer) -> None:
     merges applied and published first, then the bank, the manager's state
     (counters, extractor buffer, retrieval generator), the extractor's call
     count and the token ids of the replies its buffer will train on."""
-    host = {"step": state.step, "rng": state.rng.bit_generator.state}
+    host = {"step": state.step, "rng": state.rng.bit_generator.state,
+            "processes": jax.process_count()}
     if run.entry_tracker is not None:
         host["entry_tracker"] = run.entry_tracker.state_dict()
     files = {}
@@ -68,6 +70,7 @@ def restore_checkpoint(run: Run, ckpt: RunCheckpointer, state: RunState) -> RunS
         return state
     restored = ckpt.restore(targets=_trees(run))
     trees, host = restored.trees, restored.host_state
+    check_process_count(host.get("processes", 1), jax.process_count())
     run.actor.params, run.actor.opt_state = trees["actor_params"], trees["actor_opt"]
     run.sampler.update_params(run.actor.model)
     if run.extractor is not None:
@@ -88,6 +91,15 @@ def restore_checkpoint(run: Run, ckpt: RunCheckpointer, state: RunState) -> RunS
     state.rng.bit_generator.state = host["rng"]
     log.info("resumed from step %d", restored.step)
     return RunState(step=int(host["step"]), rng=state.rng)
+
+
+def check_process_count(saved: int, now: int) -> None:
+    """A run resumes with the number of processes that checkpointed it: the
+    mesh, and with it the numbers the run makes, depend on it."""
+    if saved != now:
+        raise RuntimeError(f"this run was checkpointed by {saved} process(es) and is resumed by "
+                           f"{now}: resume it with {saved} (--cpu_processes={saved} locally, or "
+                           f"{saved} hosts)")
 
 
 def background_metrics(run: Run, extractor: ExtractorTraining | None) -> dict:
@@ -136,9 +148,20 @@ def _checkpoint(run: Run, state: RunState, ckpt: RunCheckpointer) -> None:
     with run.timings.time("checkpoint"):
         save_checkpoint(run, state, ckpt)
     warm = progress_dir(run.out_dir, None)
-    if os.path.isdir(warm):  # the checkpoint now holds the warm-started weights
+    if os.path.isdir(warm) and jax.process_index() == 0:  # the checkpoint now holds the warm-started weights
         ckpt.wait()
         shutil.rmtree(warm, ignore_errors=True)
+
+
+class NoMetricsWriter:
+    """The metrics writer of processes other than 0: process 0 writes the
+    run's one metrics.jsonl (every process has the same metrics)."""
+
+    def write(self, step: int, metrics: dict) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def _bar_metrics(metrics: dict, shown: dict) -> dict:
@@ -162,7 +185,8 @@ def run_training(cfg, out_dir: str | None = None, resume: bool = False,
                               f"or choose another run directory")
     # Rows of steps this run will redo go; from step 0 that includes the
     # warm start's evaluation (a resume before the first checkpoint).
-    writer = MetricsWriter(run.out_dir, purge_after=state.step if state.step else -1)
+    writer = (MetricsWriter(run.out_dir, purge_after=state.step if state.step else -1)
+              if jax.process_index() == 0 else NoMetricsWriter())
     evaluate = Evaluator(run)
     extractor = (ExtractorTraining(run, state.step)
                  if run.extractor is not None and cfg.experience.mode in ("comp_rl", "exp_only")

@@ -10,6 +10,7 @@ import logging
 import os
 import shutil
 
+import jax
 import numpy as np
 
 from crl_jax.rl.learner import Learner
@@ -19,6 +20,7 @@ from crl_jax.training.guided_demos import guided_demos
 from crl_jax.training.logs import progress_bar
 from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap
 from crl_jax.training.warm_cache import WarmStartCache, load_params
+from models.distributed import host_value, sync_processes
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +43,11 @@ def _publish(cache: WarmStartCache | None, out_dir: str, name: str, learner: Lea
     an arm that needs only the actor (the baseline) starts while this run
     still trains the extractor."""
     if cache:
-        cache.store(os.path.join(out_dir, "tokenizer"), {name: learner.params}, {name: losses})
-        shutil.rmtree(progress_dir(out_dir, cache, name), ignore_errors=True)
+        params = host_value(learner.params)  # every process: a gather when sharded over several
+        if jax.process_index() == 0:
+            cache.store(os.path.join(out_dir, "tokenizer"), {name: params}, {name: losses})
+            shutil.rmtree(progress_dir(out_dir, cache, name), ignore_errors=True)
+        sync_processes(f"warm start {name} stored")
 
 
 def actor_demos(cfg: RunConfig, demos, sources, rng: np.random.Generator) -> list:
@@ -117,8 +122,9 @@ def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor:
         # Each model's progress went when it reached the cache (_publish); the
         # key's directory goes once empty: another run may still be training
         # the extractor of this key (an actor-only arm must not take its progress).
-        with contextlib.suppress(OSError):
-            os.rmdir(progress_dir(out_dir, cache))
+        if jax.process_index() == 0:
+            with contextlib.suppress(OSError):
+                os.rmdir(progress_dir(out_dir, cache))
         losses = {**cache.losses(), **losses}
     for name, curve in losses.items():
         if curve:

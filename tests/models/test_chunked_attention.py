@@ -80,11 +80,12 @@ def test_causal_query_blocks_equal_whole_attention(monkeypatch):
 
     def loss(fn):
         return lambda q, k, v: (jnp.where(live, fn(q, k, v, mask, 0.3), 0.0) ** 2).sum()
-    want, want_grads = jax.value_and_grad(loss(attend), argnums=(0, 1, 2))(q, k, v)
+    # jitted: op by op, the blocks' many small operations took 40 s
+    want, want_grads = jax.jit(jax.value_and_grad(loss(attend), argnums=(0, 1, 2)))(q, k, v)
     for block in (2, 5):  # several blocks, a last one cut short
-        monkeypatch.setattr(decoder, "MIN_CAUSAL_BLOCK", block)
-        got, grads = jax.value_and_grad(loss(decoder.causal_block_attention),
-                                        argnums=(0, 1, 2))(q, k, v)
+        monkeypatch.setattr(decoder, "MIN_CAUSAL_BLOCK", block)  # read when traced
+        got, grads = jax.jit(jax.value_and_grad(loss(decoder.causal_block_attention),
+                                                argnums=(0, 1, 2)))(q, k, v)
         np.testing.assert_allclose(got, want, rtol=1e-5)
         for a, w in zip(grads, want_grads):
             np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-5)
@@ -105,7 +106,7 @@ def test_a_model_in_causal_blocks_has_the_same_logits_gradients_and_samples(monk
 
     def run(block):  # traced anew under each block size
         monkeypatch.setattr(decoder, "MIN_CAUSAL_BLOCK", block)
-        (_, logits), grads = jax.value_and_grad(loss, has_aux=True)(params)
+        (_, logits), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
         sampler = Sampler(nnx.merge(graphdef, params), prompt_bucket=16, cache_bucket=16)
         out = sampler.generate([[5, 9, 2, 33, 17, 8, 8, 1, 40, 3, 4, 11, 12, 13], [7, 7]],
                                SamplingConfig(temperature=0.0, max_new_tokens=6))

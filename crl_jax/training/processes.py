@@ -1,0 +1,124 @@
+"""The trainer as a multi-controller JAX program: one process per host (or
+several local CPU processes), every process running the same host loop.
+
+The design (README "Several processes"): every process keeps the whole host
+state (the generator that picks tasks, the episodes of a step, the
+experience bank) and issues the same device programs in the same order;
+the models and their batches are global arrays over all processes' devices.
+What each process does alone is its share of the environments: episode i of
+a batch is reset and stepped only by the process that owns it
+(`ProcessShare.owned`), and the prompts, retrieval queries and finished
+episodes are exchanged with `ProcessShare.gather` at fixed points of a
+rollout. Files (metrics, logs, the bank, the warm-start cache) are written by
+process 0 only; checkpoints of device arrays are written by all together.
+
+    share = ProcessShare.current()       # (index, count) of this process
+    mine = share.owned(len(episodes))    # the indices this process plays
+    everyone = share.gather(my_records)  # every process's records, in order
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from models.distributed import ProcessShare, initialize_distributed
+
+# What a local launch (run.py --cpu_processes) tells each process it starts.
+ENV_COORDINATOR = "JAX_COORDINATOR_ADDRESS"
+ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
+ENV_PROCESS_ID = "JAX_PROCESS_ID"
+ENV_CPU_COLLECTIVES = "CRL_JAX_CPU_COLLECTIVES"  # "1": gloo collectives between CPU processes
+
+
+def initialize_from_environment() -> ProcessShare:
+    """Joins the multi-process job this process was started in, if any: from
+    JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID when set
+    (a local launch sets them; CRL_JAX_CPU_COLLECTIVES=1 selects gloo for CPU
+    processes), else from what jax.distributed discovers (SLURM, TPU pod
+    metadata). Call before any other JAX use; returns this process's share."""
+    address = os.environ.get(ENV_COORDINATOR)
+    count = os.environ.get(ENV_NUM_PROCESSES)
+    index = os.environ.get(ENV_PROCESS_ID)
+    given = [address, count, index]
+    if any(v is not None for v in given) and not all(v is not None for v in given):
+        raise ValueError(f"set all of {ENV_COORDINATOR}, {ENV_NUM_PROCESSES} and "
+                         f"{ENV_PROCESS_ID}, or none (cluster discovery); got {given}")
+    initialize_distributed(address, int(count) if count else None, int(index) if index else None,
+                           cpu=os.environ.get(ENV_CPU_COLLECTIVES) == "1")
+    return ProcessShare.current()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def launch_local(command: list[str], processes: int, grace_s: float = 10.0,
+                 poll_s: float = 0.5) -> int:
+    """Runs ``command`` (a run.py command line) as ``processes`` local CPU
+    processes of one JAX job (gloo collectives) and waits for them. Process
+    0 writes to this console; the others' output goes to their logs (their
+    warnings and errors to stderr). When one process fails, the others are
+    stopped (SIGTERM, then SIGKILL after ``grace_s``): a job that lost a
+    member never hangs. Returns 0, or the first failing process's exit status."""
+    if processes < 2:
+        raise ValueError(f"--cpu_processes={processes}: give 2 or more (1 is a plain run)")
+    address = f"localhost:{free_port()}"
+    procs = []
+    for index in range(processes):
+        env = {**os.environ, ENV_COORDINATOR: address, ENV_NUM_PROCESSES: str(processes),
+               ENV_PROCESS_ID: str(index), ENV_CPU_COLLECTIVES: "1", "JAX_PLATFORMS": "cpu"}
+        procs.append(subprocess.Popen(command, env=env,
+                                      stdout=None if index == 0 else subprocess.DEVNULL))
+    failed = None
+    try:
+        while failed is None and any(p.poll() is None for p in procs):
+            failed = next((i for i, p in enumerate(procs) if p.poll() not in (None, 0)), None)
+            if failed is None:
+                time.sleep(poll_s)
+        if failed is None:
+            failed = next((i for i, p in enumerate(procs) if p.returncode), None)
+    finally:
+        if failed is not None or any(p.poll() is None for p in procs):
+            _stop(procs, grace_s)
+    if failed is None:
+        return 0
+    code = procs[failed].returncode
+    print(f"error: process {failed} of {processes} exited with status {code}; the others "
+          "were stopped. Resume with the same command and --resume.", file=sys.stderr)
+    return code or 1
+
+
+def _stop(procs: list, grace_s: float) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def unsupported(cfg) -> str | None:
+    """What in ``cfg`` a multi-process run does not do yet, or None.
+    Background threads that issue device programs at moments of their own
+    (asynchronous consolidation and extractor training) would make the
+    processes issue them in different orders; the tools that call the
+    extractor or the actor from inside a rollout turn are not shared out."""
+    x = cfg.experience
+    if x.mode not in ("none", "oracle") and not x.sync:
+        return ("experience.sync=false: the asynchronous experience pipeline runs in one "
+                "process only; set experience.sync=true")
+    if x.search_and_ask:
+        return "experience.search_and_ask runs in one process only"
+    if x.judge:
+        return "the Actor-Critic judge (experience.actor_critic) runs in one process only"
+    return None
