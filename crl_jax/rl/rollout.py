@@ -139,9 +139,6 @@ class RolloutEngine:
         if not (len(envs) == len(tasks) == len(guided)):
             raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
         share = self.share
-        if share.count > 1 and (ask is not None or judge):
-            raise NotImplementedError("search-and-ask and the Actor-Critic judge run in a "
-                                      "single process only (README \"Several processes\")")
         cfg = self.config
         self.sampling_stats = {"tokens": 0, "seconds": 0.0}  # this call's actor turns
         asks_offered = cfg.max_asks if ask is not None else 0  # the first message says so
@@ -170,8 +167,11 @@ class RolloutEngine:
                 if hit is not None:
                     episodes[i].experience, episodes[i].experience_id = hit
                     episodes[i].retrieved = hit[0]
-            if judge:
-                self.judge([episodes[i] for (i, _, _), hit in zip(asked, found) if hit is not None],
+            if judge:  # one sampler call for every process's entries; each keeps its own
+                everyone = dict(pair for part in share.gather(
+                    [(i, episodes[i]) for i in mine if guided[i]]) for pair in part)
+                everyone.update(episodes)  # this process's own episodes, not copies
+                self.judge([everyone[i] for (i, _, _), hit in zip(asked, found) if hit is not None],
                            int(rng.integers(2**31)), judge)
         reported = 0  # episodes ended so far, over all processes
         for turn in range(cfg.max_turns):
@@ -208,9 +208,8 @@ class RolloutEngine:
             queries = {j: q for j, (q, _) in enumerate(parsed)}
             asking = [j for j, q in queries.items() if q and ask is not None
                       and episodes[live[j]].num_asks < cfg.max_asks]
-            answers = dict(zip(asking, ask([queries[j] for j in asking],
-                                           [episodes[live[j]].task_key for j in asking])
-                               if asking else []))
+            answers = self._ask(ask, asking, [queries[j] for j in asking],
+                                [episodes[live[j]].task_key for j in asking])
             for j, i in enumerate(live):
                 ep, env = episodes[i], envs[i]
                 ids, text = tokens[j], texts[j]
@@ -251,6 +250,24 @@ class RolloutEngine:
         if share.count == 1:
             return [episodes[i] for i in mine]
         return [ep for part in share.gather([episodes[i] for i in mine]) for ep in part]
+
+    def _ask(self, ask: Asker | None, rows: list[int], queries: list[str],
+             keys: list[str]) -> dict[int, tuple]:
+        """The search-and-ask tool's answers for this process's asking
+        ``rows`` (row -> answer). With several processes every process asks
+        every process's queries, in process order, so each bank replica and
+        extractor buffer records the same calls."""
+        if ask is None:
+            return {}
+        if self.share.count == 1:
+            return dict(zip(rows, ask(queries, keys))) if rows else {}
+        parts = self.share.gather(list(zip(queries, keys)))
+        every = [qk for part in parts for qk in part]
+        if not every:
+            return {}
+        answers = ask([q for q, _ in every], [k for _, k in every])
+        first = sum(len(part) for part in parts[:self.share.index])
+        return dict(zip(rows, answers[first:first + len(rows)]))
 
     def judge(self, episodes: Sequence[Episode], seed: int, source: str = "actor") -> None:
         """Actor-Critic variant (paper App. B): the actor judges each episode's

@@ -111,14 +111,9 @@ def unsupported(cfg) -> str | None:
     """What in ``cfg`` a multi-process run does not do yet, or None.
     Background threads that issue device programs at moments of their own
     (asynchronous consolidation and extractor training) would make the
-    processes issue them in different orders; the tools that call the
-    extractor or the actor from inside a rollout turn are not shared out."""
+    processes issue them in different orders."""
     x = cfg.experience
     if x.mode not in ("none", "oracle") and not x.sync:
         return ("experience.sync=false: the asynchronous experience pipeline runs in one "
-                "process only; set experience.sync=true")
-    if x.search_and_ask:
-        return "experience.search_and_ask runs in one process only"
-    if x.judge:
-        return "the Actor-Critic judge (experience.actor_critic) runs in one process only"
+                "process only; add --experience.sync=true")
     return None

@@ -26,7 +26,9 @@ import pytest
 
 from crl_jax.experience import load_state
 from crl_jax.training.metrics import is_clock_metric, read_metrics
+from crl_jax.rl.rollout import RolloutEngine
 from crl_jax.training.processes import launch_local
+from models.distributed import ProcessShare
 from tests.trainer.test_runs import SMALL
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -179,3 +181,32 @@ def test_a_run_resumes_only_with_the_process_count_that_saved_it():
     check_process_count(2, 2)
     with pytest.raises(RuntimeError, match=r"checkpointed by 2 .* resumed by 1.*--cpu_processes=2"):
         check_process_count(2, 1)
+
+
+class TwoProcesses(ProcessShare):
+    """Process ``index`` of 2, whose gather returns the other process's part
+    as given (what a real exchange would bring)."""
+
+    def __init__(self, index, other):
+        super().__init__(index, 2)
+        object.__setattr__(self, "other", other)
+
+    def gather(self, obj):
+        return [obj, self.other] if self.index == 0 else [self.other, obj]
+
+
+def test_search_and_ask_asks_every_process_queries_in_order_and_keeps_its_own():
+    calls = []
+
+    def ask(queries, keys):
+        calls.append((list(queries), list(keys)))
+        return [(f"advice for {q}", f"key {q}") for q in queries]
+
+    engine = RolloutEngine.__new__(RolloutEngine)
+    engine.share = TwoProcesses(1, [("q0", "a"), ("q1", "b")])
+    got = engine._ask(ask, [3, 5], ["q2", "q3"], ["c", "d"])
+    assert calls == [(["q0", "q1", "q2", "q3"], ["a", "b", "c", "d"])]
+    assert got == {3: ("advice for q2", "key q2"), 5: ("advice for q3", "key q3")}
+    engine.share = TwoProcesses(0, [("q9", "z")])  # process 0, with no query of its own
+    assert engine._ask(ask, [], [], []) == {}
+    assert calls[-1] == (["q9"], ["z"])  # it still asks the other's, like every replica
