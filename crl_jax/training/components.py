@@ -188,9 +188,9 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
              if cfg.warm_start.cache_dir and tiny else None)
     if cache:  # which warm start this run grew from (figures check it)
         grew_from = recorded_warm_start(out_dir) if resume else None
-        if grew_from is None and jax.process_index() == 0:
+        if grew_from is None and jax.process_index() == 0:  # process 0 writes the run's files
             record_warm_start(out_dir, cache.key)
-        elif grew_from != cache.key:  # the record stays: the checkpoint holds that warm start
+        elif grew_from not in (None, cache.key):  # the record stays: the checkpoint holds that warm start
             log.warning("this run grew from warm start %s; this code builds %s: the resumed run "
                         "continues from its checkpoint, but a new run of these settings would "
                         "start elsewhere", grew_from, cache.key)

@@ -70,13 +70,15 @@ def setup_logging(run_dir: str) -> str:
     logging.getLogger("crl_jax").setLevel(logging.DEBUG)
     to_file = logging.FileHandler(path, encoding="utf-8")
     to_file.setFormatter(logging.Formatter(FORMAT))
-    console = _TqdmHandler()
-    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    console.addFilter(_ConsoleFilter())
-    if process:
+    if process:  # no bars to write around; its stdout may be closed (run.py --cpu_processes)
+        console = logging.StreamHandler(sys.stderr)
         console.setFormatter(logging.Formatter(f"[process {process}] %(levelname)s %(name)s: "
                                                "%(message)s"))
         console.setLevel(logging.WARNING)
+    else:
+        console = _TqdmHandler()
+        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    console.addFilter(_ConsoleFilter())
     root.addHandler(to_file)
     root.addHandler(console)
     # absl (Orbax logs through it) goes through the root logger's handlers.
