@@ -22,26 +22,30 @@ _NEG = -1e30  # added to masked scores; finite so fully masked rows stay NaN-fre
 
 
 class KVCache(NamedTuple):
-    """Keys and values of every layer, each [batch, kv_heads, slots, head_dim]:
-    stacked into one [layers, ...] array when the layers are scanned
-    (scan_layers), else a tuple with one array per layer. Slots sit next to
-    head_dim, so a decoded token reads each head's keys as one contiguous
-    matrix; and unrolled layers keep separate arrays because XLA's CPU
-    backend copies a layer out of a stacked, loop-carried cache every decode
-    step (seen in its optimised HLO), which cost more than the layer's
-    matmuls; README "Sampler" gives the benchmark."""
+    """Keys [batch, kv_heads, head_dim, slots] and values [batch, kv_heads,
+    slots, head_dim] of every layer: stacked into one [layers, ...] array
+    when the layers are scanned (scan_layers), else a tuple with one array
+    per layer. Keys keep the slots last, so a decoded token's scores sum
+    head_dim rows that each run along the slots, a loop XLA's CPU backend
+    vectorises over the slots; with head_dim last it reduced 32-element rows
+    one output at a time, the largest single cost of a decode step at batch
+    32 (README "Sampler"). Values keep head_dim last: their weighted sum runs
+    along it. Unrolled layers keep separate arrays because XLA's CPU backend
+    copies a layer out of a stacked, loop-carried cache every decode step
+    (seen in its optimised HLO), which cost more than the layer's matmuls."""
 
     k: jax.Array | tuple
     v: jax.Array | tuple
 
     @staticmethod
     def zeros(cfg: DecoderConfig, batch: int, slots: int) -> "KVCache":
-        layer = (batch, cfg.num_kv_heads, slots, cfg.head_dim)
+        keys = (batch, cfg.num_kv_heads, cfg.head_dim, slots)
+        values = (batch, cfg.num_kv_heads, slots, cfg.head_dim)
         if cfg.scan_layers:
-            shape = (cfg.num_layers, *layer)
-            return KVCache(jnp.zeros(shape, cfg.jnp_dtype), jnp.zeros(shape, cfg.jnp_dtype))
-        return KVCache(*(tuple(jnp.zeros(layer, cfg.jnp_dtype) for _ in range(cfg.num_layers))
-                         for _ in range(2)))
+            return KVCache(jnp.zeros((cfg.num_layers, *keys), cfg.jnp_dtype),
+                           jnp.zeros((cfg.num_layers, *values), cfg.jnp_dtype))
+        return KVCache(*(tuple(jnp.zeros(shape, cfg.jnp_dtype) for _ in range(cfg.num_layers))
+                         for shape in (keys, values)))
 
     @property
     def stacked(self) -> bool:
@@ -49,11 +53,11 @@ class KVCache(NamedTuple):
 
     @property
     def slots(self) -> int:
-        return (self.k if self.stacked else self.k[0]).shape[-2]
+        return (self.v if self.stacked else self.v[0]).shape[-2]
 
     @property
     def rows(self) -> int:
-        return (self.k if self.stacked else self.k[0]).shape[-4]
+        return (self.v if self.stacked else self.v[0]).shape[-4]
 
 
 def causal_mask(input_mask: jax.Array) -> jax.Array:
@@ -109,24 +113,24 @@ class Attention(nnx.Module):
         out = None
         # A mask over the cache's slots attends over the cache; one over the
         # block's own t positions, within the block (see Decoder.hidden_states).
-        over_cache = k_cache is not None and mask.shape[-1] == k_cache.shape[2]
-        if k_cache is not None:
-            k_new = k.astype(k_cache.dtype).transpose(0, 2, 1, 3)  # [b, kv, t, d]
-            v_new = v.astype(v_cache.dtype).transpose(0, 2, 1, 3)
+        over_cache = k_cache is not None and mask.shape[-1] == v_cache.shape[2]
+        if k_cache is not None:  # the block in the cache's layouts (KVCache)
+            k_new = k.astype(k_cache.dtype).transpose(0, 2, 3, 1)  # [b, kv, d, t]
+            v_new = v.astype(v_cache.dtype).transpose(0, 2, 1, 3)  # [b, kv, t, d]
         if k_cache is not None and not cfg.scan_layers:
             # Unrolled layers: this layer's own cache arrays, written in place
             # here first, then read. Reading a cache array before an in-place
             # write of it made XLA's CPU backend copy every cache array twice
             # per decode step; written first, the cache is never copied
             # (tests/models/test_sampler.py checks the compiled decode loop).
-            k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 2)
+            k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 3)
             v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, v_new, offset, 2)
             stored = (k_cache, v_cache)
             if over_cache and t == 1:
                 out = attend_cached_token(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype),
                                           mask, scale)
             elif over_cache:
-                k, v = k_cache.transpose(0, 2, 1, 3), v_cache.transpose(0, 2, 1, 3)
+                k, v = k_cache.transpose(0, 3, 1, 2), v_cache.transpose(0, 2, 1, 3)
         elif k_cache is not None:
             # Scanned layers: the layer's cache is a slice of the stacked
             # arrays and the caller writes every layer's block at once after
@@ -137,9 +141,9 @@ class Attention(nnx.Module):
                                        k_new.astype(q.dtype), v_new.astype(q.dtype), mask,
                                        offset, scale)
             elif over_cache:  # a prompt block: a copy of the cache with it written in
-                k = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 2)
+                k = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, offset, 3)
                 v = jax.lax.dynamic_update_slice_in_dim(v_cache, v_new, offset, 2)
-                k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
+                k, v = k.transpose(0, 3, 1, 2), v.transpose(0, 2, 1, 3)
         if out is None:
             k, v = k.astype(q.dtype), v.astype(q.dtype)
             if cfg.attention_chunk and t > cfg.attention_chunk:
@@ -187,13 +191,13 @@ def causal_block_attention(q, k, v, mask, scale):
 
 def attend_cached_token(q, k_cache, v_cache, mask, scale):
     """`attend` for one query [b, 1, kv, g, d] over a cache that already
-    holds its own key and value (k, v [b, kv, s, d]), where ``mask`` [b, 1, s]
-    allows."""
+    holds its own key and value (keys [b, kv, d, s], values [b, kv, s, d]),
+    where ``mask`` [b, 1, s] allows."""
     # Products and sums, not einsums: a matrix-vector product per (row, head)
     # is memory-bound either way, and on XLA's CPU backend these fused loops
     # beat its batched dots of the same shapes (README "Sampler").
     qh = q[:, 0]  # [b, kv, g, d]
-    scores = (qh[:, :, :, None, :] * k_cache[:, :, None]).astype(jnp.float32).sum(-1) * scale
+    scores = (qh[..., None] * k_cache[:, :, None]).astype(jnp.float32).sum(-2) * scale
     scores = jnp.where(mask[:, :, None, :], scores, _NEG)  # [b, kv, g, s]
     probs = jax.nn.softmax(scores, axis=-1).astype(q.dtype)
     return (probs[..., None] * v_cache[:, :, None]).sum(-2)[:, None]  # [b, 1, kv, g, d]
@@ -201,11 +205,11 @@ def attend_cached_token(q, k_cache, v_cache, mask, scale):
 
 def attend_one_token(q, k_cache, v_cache, k_new, v_new, mask, offset, scale):
     """`attend` for one query [b, 1, kv, g, d] over the cache's slots
-    (k, v [b, kv, s, d]) that ``mask`` [b, 1, s] allows before ``offset``,
-    and over its own key and value ([b, kv, 1, d]; allowed where ``mask``
-    allows slot ``offset``): the same result as writing the token into the
-    cache first."""
-    slots = k_cache.shape[2]
+    (keys [b, kv, d, s], values [b, kv, s, d]) that ``mask`` [b, 1, s]
+    allows before ``offset``, and over its own key [b, kv, d, 1] and value
+    [b, kv, 1, d] (allowed where ``mask`` allows slot ``offset``): the same
+    result as writing the token into the cache first."""
+    slots = v_cache.shape[2]
     own = jax.lax.dynamic_index_in_dim(mask, offset, axis=2, keepdims=True)  # [b, 1, 1]
     before = mask & (jnp.arange(slots) < offset)[None, None, :]
     # Products and sums, not einsums: a matrix-vector product per (row, head)
@@ -214,9 +218,9 @@ def attend_one_token(q, k_cache, v_cache, k_new, v_new, mask, offset, scale):
     # in an interleaved A/B at batch 8-64, 2026-12-02; measured on CPU only,
     # GPU and TPU take the same code).
     qh = q[:, 0]  # [b, kv, g, d]
-    scores = (qh[:, :, :, None, :] * k_cache[:, :, None]).astype(jnp.float32).sum(-1) * scale
+    scores = (qh[..., None] * k_cache[:, :, None]).astype(jnp.float32).sum(-2) * scale
     scores = jnp.where(before[:, :, None, :], scores, _NEG)  # [b, kv, g, s]
-    self_score = (qh * k_new[:, :, 0][:, :, None]).astype(jnp.float32).sum(-1) * scale
+    self_score = (qh * k_new[..., 0][:, :, None]).astype(jnp.float32).sum(-1) * scale
     self_score = jnp.where(own[:, :, None, 0], self_score, _NEG)[..., None]  # [b, kv, g, 1]
     probs = jax.nn.softmax(jnp.concatenate([scores, self_score], axis=-1), axis=-1).astype(q.dtype)
     out = ((probs[..., :slots, None] * v_cache[:, :, None]).sum(-2)
@@ -376,11 +380,11 @@ class Decoder(nnx.Module):
 
 
 def _write_block(cache: KVCache, k_new, v_new, offset) -> KVCache:
-    """The stacked cache with every layer's new block [L, B, kv, t, d]
-    written at ``offset``: one in-place update of the stacked arrays."""
-    at = (0, 0, 0, offset, 0)
-    return KVCache(jax.lax.dynamic_update_slice(cache.k, k_new, at),
-                   jax.lax.dynamic_update_slice(cache.v, v_new, at))
+    """The stacked cache with every layer's new block (keys [L, B, kv, d, t],
+    values [L, B, kv, t, d]) written at slot ``offset``: one in-place update
+    of each stacked array."""
+    return KVCache(jax.lax.dynamic_update_slice(cache.k, k_new, (0, 0, 0, 0, offset)),
+                   jax.lax.dynamic_update_slice(cache.v, v_new, (0, 0, 0, offset, 0)))
 
 
 def init_decoder(cfg: DecoderConfig, seed: int = 0, mesh=None, rules=None) -> Decoder:

@@ -28,18 +28,20 @@ from models.sampling_ops import SamplingConfig, sample_tokens
 
 # The cache's dimensions as the sharding rules name them: rows follow the
 # batch rule, KV heads the heads' (models/sharding.py).
-CACHE_AXES = ("layers", "batch", "kv_heads", "seq", "head_dim")
+CACHE_AXES = ("layers", "batch", "kv_heads", "seq", "head_dim")  # values (KVCache)
+KEY_CACHE_AXES = ("layers", "batch", "kv_heads", "head_dim", "seq")
 
 
-def cache_sharding(mesh, shape) -> jax.sharding.NamedSharding | None:
+def cache_sharding(mesh, shape, keys: bool = False) -> jax.sharding.NamedSharding | None:
     """Where a KV cache array of ``shape`` (stacked [layers, ...] or one
-    layer's) lives on ``mesh`` (None: no mesh, the default device). Sharded
-    over the batch like the rollout's rows: a whole rollout batch's cache on
-    each device would not fit at paper scale."""
+    layer's; ``keys``: a key array, slots last) lives on ``mesh`` (None: no
+    mesh, the default device). Sharded over the batch like the rollout's
+    rows: a whole rollout batch's cache on each device would not fit at
+    paper scale."""
     if mesh is None:
         return None
     from models.sharding import logical_to_spec
-    axes = CACHE_AXES[-len(shape):]
+    axes = (KEY_CACHE_AXES if keys else CACHE_AXES)[-len(shape):]
     return jax.sharding.NamedSharding(mesh, logical_to_spec(axes, shape, mesh))
 
 
@@ -196,9 +198,12 @@ class Sampler:
             return state
         grow = _round_up(need, self.cache_bucket) - state.cache.slots
 
-        def pad(a):  # the slots axis is the second to last
-            return jnp.pad(a, [(0, 0)] * (a.ndim - 2) + [(0, grow), (0, 0)])
-        cache = jax.tree.map(pad, state.cache)
+        def pad(a, axis):  # keys' slots are their last axis, values' the second to last
+            widths = [(0, 0)] * a.ndim
+            widths[axis] = (0, grow)
+            return jnp.pad(a, widths)
+        cache = KVCache(jax.tree.map(lambda a: pad(a, -1), state.cache.k),
+                        jax.tree.map(lambda a: pad(a, -2), state.cache.v))
         return dataclasses.replace(state, cache=cache, valid=jnp.pad(state.valid, ((0, 0), (0, grow))))
 
     def _empty_cache(self, b: int, slots: int, mesh) -> KVCache:
@@ -209,8 +214,10 @@ class Sampler:
         key = (b, slots, mesh)
         if key not in self._cache_makers:
             make = functools.partial(KVCache.zeros, self.cfg, b, slots)
-            shardings = None if mesh is None else jax.tree.map(
-                lambda a: cache_sharding(mesh, a.shape), jax.eval_shape(make))
+            shapes = jax.eval_shape(make)
+            shardings = None if mesh is None else KVCache(
+                jax.tree.map(lambda a: cache_sharding(mesh, a.shape, keys=True), shapes.k),
+                jax.tree.map(lambda a: cache_sharding(mesh, a.shape), shapes.v))
             self._cache_makers[key] = jax.jit(make, out_shardings=shardings)
         return self._cache_makers[key]()
 

@@ -188,6 +188,7 @@ def kv_cache_bytes(cfg: DecoderConfig, rows: int, slots: int, mesh) -> tuple[int
     sharding = cache_sharding(mesh, shape)
     per = _shard_bytes(shape, cfg.jnp_dtype, sharding) if sharding is not None else (
         math.prod(shape) * np.dtype(cfg.jnp_dtype).itemsize)
+    # Keys hold the values' bytes with the last two axes swapped (KVCache).
     return 2 * per, sharding is not None and not sharding.is_fully_replicated
 
 
