@@ -175,3 +175,13 @@ def test_minihack_room_guided_demos_follow_their_line():
             diff = sum(a != b for a, b in zip(plan_steps(by_task[g.task]),
                                               plan_steps(g.experience)))
             assert diff == 1
+
+
+def test_the_expert_actions_ratio_counts_only_the_games_won_within_each_cap():
+    from experiments.expert_turn_cap import actions_ratio_report
+    results = {"searching": [4, 9, 12, None, 6], "own plan": [3, 5, 5, 4, None]}
+    rows = actions_ratio_report(results, (8, 10)).splitlines()[2:]
+    # within 8: searching won in 4 and 6 actions (5.0), own plan in 3, 5, 5, 4 (4.25)
+    assert rows[0] == "| 8 | 5.0 | 4.2 | 1.18x |"
+    # within 10 the 9-action search counts too: (4 + 9 + 6) / 3 = 6.33
+    assert rows[1] == "| 10 | 6.3 | 4.2 | 1.49x |"
