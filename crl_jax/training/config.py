@@ -227,7 +227,8 @@ class WarmStartSpec:
     """Where a guided demonstration's line comes from, as source:weight pairs:
     own (the game's own plan, followed by the informed expert), noisyK (that
     plan with K wrong steps), peer (another game's plan, which the expert
-    ignores). See crl_jax/training/guided_demos.py."""
+    ignores), peerseen (ALFWorld: a peer whose taken objects this game shows,
+    of another type than the goal's). See crl_jax/training/guided_demos.py."""
     # Copies of each decisive (non-navigation) demo turn. Navigation is most of
     # an expert's turns, so a tiny actor learns "go to" first and walks past a
     # visible target; repeating take/open/move/... turns balances the decisions.

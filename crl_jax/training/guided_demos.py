@@ -10,7 +10,14 @@ line from a mix of sources (``warm_start.guided_source``, e.g.
   noisyK   the own plan with K steps made wrong: the informed expert follows
            the right steps and searches where a step is wrong;
   peer     the plan of another game of the same task type, played by the
-           searching expert, which ignores it (a line to learn to distrust).
+           searching expert, which ignores it (a line to learn to distrust);
+  peerseen (ALFWorld) the same, from a game whose taken objects this game
+           also shows (under the same names), none of them the type the
+           goal asks for: the line names a thing the actor will see and must
+           not take. A random peer's objects are rarely in view, so without
+           it the warm start never shows a line naming a visible wrong
+           object; on held-out games the actor then took it (RESULTS_READING,
+           "Does the warm actor read its line?").
 
 In environments without an informed expert (MiniHack's mazes, key rooms and
 rivers, Sokoban, WebShop, SWE) the demonstration of the game itself follows
@@ -25,10 +32,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from crl_jax.envs.alfworld_expert import STEP_PLACE, AlfWorldEnvExpert, room_receptacles
+from crl_jax.envs.alfworld_expert import (STEP_PLACE, AlfWorldEnvExpert, parse_seen,
+                                          room_receptacles)
 from crl_jax.training.warmstart import Demo, plan_entry, play_expert
 
-_SOURCE = re.compile(r"^(own|peer|noisy([1-9]\d*))$")
+_TAKE = re.compile(r"^take (.+?) from ")
+_SOURCE = re.compile(r"^(own|peer|peerseen|noisy([1-9]\d*))$")
 
 
 def parse_mix(text: str) -> list[tuple[str, float]]:
@@ -37,7 +46,8 @@ def parse_mix(text: str) -> list[tuple[str, float]]:
     for part in text.split(","):
         name, _, weight = part.strip().partition(":")
         if not _SOURCE.match(name):
-            raise ValueError(f"guided source {name!r}: valid are own, peer and noisyK (K >= 1), "
+            raise ValueError(f"guided source {name!r}: valid are own, peer, peerseen and noisyK "
+                             f"(K >= 1), "
                              f"as 'name:weight' pairs separated by commas")
         try:
             w = float(weight) if weight else 1.0
@@ -129,6 +139,28 @@ def informed(env_name: str) -> bool:
     return env_name.startswith(("alfworld", "MiniHack-Room-"))
 
 
+def taken_objects(demo: Demo) -> set[str]:
+    """The objects ``demo`` took ("take apple 1 from ..." -> "apple 1")."""
+    return {m.group(1) for a in demo.actions if (m := _TAKE.match(a))}
+
+
+def seen_peers(demo: Demo, peers: Sequence[Demo]) -> list[Demo]:
+    """The peers whose taken objects ``demo``'s game shows under the same
+    names, none of them of a type ``demo`` takes (the goal's)."""
+    seen = {x for obs in demo.observations for x in parse_seen(obs)}
+    own_types = {_kind(x) for x in taken_objects(demo)}
+    out = []
+    for p in peers:
+        taken = taken_objects(p)
+        if taken and taken <= seen and not {_kind(x) for x in taken} & own_types:
+            out.append(p)
+    return out
+
+
+def _kind(name: str) -> str:
+    return name.rsplit(" ", 1)[0]
+
+
 def plan_expert(env_name: str, steps: Sequence[str]):
     """The informed expert of ``env_name`` following ``steps``."""
     if env_name.startswith("alfworld"):
@@ -147,10 +179,12 @@ def guided_demo(demo: Demo, source: str, make: Callable[[], object], max_turns: 
                 peers: Sequence[Demo], rng: np.random.Generator,
                 alternatives: Sequence[str] = ()) -> Demo:
     """The guided demonstration of ``demo``'s game for ``source``."""
-    if source == "peer":
+    if source in ("peer", "peerseen"):
         others = [p for p in peers if p is not demo] or [demo]
+        if source == "peerseen":
+            others = seen_peers(demo, others) or others
         line = plan_entry(others[int(rng.integers(len(others)))])
-        return dataclasses.replace(demo, experience=line, source="peer")
+        return dataclasses.replace(demo, experience=line, source=source)
     k = noise_of(source)
     if not informed(demo.env_name):
         line = plan_entry(demo)

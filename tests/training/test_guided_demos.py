@@ -185,3 +185,28 @@ def test_the_expert_actions_ratio_counts_only_the_games_won_within_each_cap():
     assert rows[0] == "| 8 | 5.0 | 4.2 | 1.18x |"
     # within 10 the 9-action search counts too: (4 + 9 + 6) / 3 = 6.33
     assert rows[1] == "| 10 | 6.3 | 4.2 | 1.49x |"
+
+
+def test_a_seen_peer_names_objects_the_game_shows_of_another_type_than_the_goals():
+    from crl_jax.envs.alfworld_expert import parse_seen
+    from crl_jax.training.guided_demos import seen_peers, taken_objects
+    env = _games(60, "small")
+    demos = [play_expert(env, t, make_expert("alfworld"), 60, "alfworld") for t in range(60)]
+    found = 0
+    for d in demos:
+        seen = {x for obs in d.observations for x in parse_seen(obs)}
+        kinds = {x.rsplit(" ", 1)[0] for x in taken_objects(d)}
+        assert kinds, "every won game takes something"
+        chosen = seen_peers(d, [p for p in demos if p is not d])
+        found += bool(chosen)
+        for p in chosen:  # checked here from the observations' text, not the helper's sets
+            for x in taken_objects(p):
+                assert x in seen and x.rsplit(" ", 1)[0] not in kinds
+                assert any(f" {x}," in f" {o}," or f"a {x}." in o for o in d.observations)
+    assert found >= 10  # the selection is not empty in practice
+    rng = np.random.default_rng(0)
+    lines = guided_demos(demos, lambda: _games(60, "small"), "peerseen:1", 1.0, 60, rng)
+    by_task = {d.task: d for d in demos}
+    for g in lines:  # the searching expert's actions, with a line from another game
+        assert g.source == "peerseen" and g.actions == by_task[g.task].actions
+        assert g.experience != plan_entry(by_task[g.task])
