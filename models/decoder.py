@@ -23,16 +23,13 @@ _NEG = -1e30  # added to masked scores; finite so fully masked rows stay NaN-fre
 
 class KVCache(NamedTuple):
     """Keys [batch, kv_heads, head_dim, slots] and values [batch, kv_heads,
-    slots, head_dim] of every layer: stacked into one [layers, ...] array
-    when the layers are scanned (scan_layers), else a tuple with one array
-    per layer. Keys keep the slots last, so a decoded token's scores sum
-    head_dim rows that each run along the slots, a loop XLA's CPU backend
-    vectorises over the slots; with head_dim last it reduced 32-element rows
-    one output at a time, the largest single cost of a decode step at batch
-    32 (README "Sampler"). Values keep head_dim last: their weighted sum runs
-    along it. Unrolled layers keep separate arrays because XLA's CPU backend
-    copies a layer out of a stacked, loop-carried cache every decode step
-    (seen in its optimised HLO), which cost more than the layer's matmuls."""
+    slots, head_dim] of every layer: one stacked [layers, ...] array each
+    with scan_layers, else one array per layer. Keys keep the slots last, so
+    a decoded token's scores sum rows that run along the slots (vectorised;
+    with head_dim last, XLA's CPU backend summed 32-element rows one output
+    at a time: README "Sampler"). Unrolled layers keep separate arrays: XLA's
+    CPU backend copied a layer out of a stacked, loop-carried cache at every
+    decode step (seen in its optimised HLO), costing more than its matmuls."""
 
     k: jax.Array | tuple
     v: jax.Array | tuple
