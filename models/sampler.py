@@ -214,10 +214,12 @@ class Sampler:
         key = (b, slots, mesh)
         if key not in self._cache_makers:
             make = functools.partial(KVCache.zeros, self.cfg, b, slots)
-            shapes = jax.eval_shape(make)
-            shardings = None if mesh is None else KVCache(
-                jax.tree.map(lambda a: cache_sharding(mesh, a.shape, keys=True), shapes.k),
-                jax.tree.map(lambda a: cache_sharding(mesh, a.shape), shapes.v))
+            shardings = None
+            if mesh is not None:
+                shapes = jax.eval_shape(make)
+                shardings = KVCache(
+                    jax.tree.map(lambda a: cache_sharding(mesh, a.shape, keys=True), shapes.k),
+                    jax.tree.map(lambda a: cache_sharding(mesh, a.shape), shapes.v))
             self._cache_makers[key] = jax.jit(make, out_shardings=shardings)
         return self._cache_makers[key]()
 

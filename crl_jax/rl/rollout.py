@@ -259,8 +259,6 @@ class RolloutEngine:
         extractor buffer records the same calls."""
         if ask is None:
             return {}
-        if self.share.count == 1:
-            return dict(zip(rows, ask(queries, keys))) if rows else {}
         parts = self.share.gather(list(zip(queries, keys)))
         every = [qk for part in parts for qk in part]
         if not every:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from crl_jax.envs.alfworld_expert import (STEP_PLACE, AlfWorldEnvExpert, parse_seen,
+from crl_jax.envs.alfworld_expert import (STEP_PLACE, AlfWorldEnvExpert, kind_of, parse_seen,
                                           room_receptacles)
 from crl_jax.training.warmstart import Demo, plan_entry, play_expert
 
@@ -124,9 +124,9 @@ def _wrong_step(step: str, rng, receptacles, alternatives) -> str:
     m = STEP_PLACE.match(step)
     if m and len(receptacles) > 1:
         head, rec = m.groups()
-        kind = rec.rsplit(" ", 1)[0]
+        kind = kind_of(rec)
         others = [r for r in receptacles if r != rec]
-        same = [r for r in others if r.rsplit(" ", 1)[0] == kind]
+        same = [r for r in others if kind_of(r) == kind]
         pool = same or others
         return head + pool[int(rng.integers(len(pool)))]
     others = [a for a in alternatives if a != step] or [f"{step} again"]
@@ -149,17 +149,13 @@ def seen_peers(demo: Demo, peers: Sequence[Demo]) -> list[Demo]:
     """The peers whose taken objects ``demo``'s game shows under the same
     names, none of them of a type ``demo`` takes (the goal's)."""
     seen = {x for obs in demo.observations for x in parse_seen(obs)}
-    own_types = {_kind(x) for x in taken_objects(demo)}
+    own_types = {kind_of(x) for x in taken_objects(demo)}
     out = []
     for p in peers:
         taken = taken_objects(p)
-        if taken and taken <= seen and not {_kind(x) for x in taken} & own_types:
+        if taken and taken <= seen and not {kind_of(x) for x in taken} & own_types:
             out.append(p)
     return out
-
-
-def _kind(name: str) -> str:
-    return name.rsplit(" ", 1)[0]
 
 
 def plan_expert(env_name: str, steps: Sequence[str]):
