@@ -249,9 +249,10 @@ class WarmStartSpec:
     split_digits: bool = False
     # The seed of everything before RL: the generated game pools (train and
     # eval), the demonstrations, the tokenizer, the tiny models' init, the SFT
-    # order and train.task_pool. train.seed only drives RL, so the seeds of a
-    # comparison start from one warm-started model on the same tasks, as paper
-    # runs all start from one pretrained checkpoint.
+    # order and train.task_pool. train.seed only drives RL, so runs that differ
+    # only in it start from one warm-started model on the same tasks, as paper
+    # runs all start from one pretrained checkpoint. (The figure sweeps set
+    # both: each figure seed is its own warm start, experiments/figures/settings.py.)
     seed: int = 0
     # Reuse warm starts across runs of the same setting (crl_jax/training/warm_cache.py);
     # "" = always train. Arms of a comparison then share one warm-started actor.

@@ -10,9 +10,17 @@ quick: a check of the whole machinery in under an hour on 2 cores. Models
 are barely warm-started and train 2 RL steps, so its numbers say nothing
 about the method. full: the presets' own warm start and step counts.
 
-Seeds are RL seeds (train.seed): every arm of a preset starts from the same
-warm start (warm_start.seed), shared through the sweep's warm-start cache,
-as paper runs all start from one pretrained checkpoint.
+A figure's seed is the seed of everything: train.seed and warm_start.seed
+(the games, the demonstrations, the tiny models' init and their SFT). The
+arms of one seed start from that seed's warm start, shared through the
+sweep's warm-start cache, so each comparison is paired within a warm start
+and a finding has to hold across three of them: at this scale the warm
+start moves the outcome more than the arms differ (a warm start retrained
+under float-rounding-level changes ends 20 RL steps at 0.57 training
+success instead of 0.18; README "The default command"). Seed 0's arms carry
+no warm_start.seed override (the presets' is 0), so its records stay
+current; figures drawn before 2026-12-03 shared one warm start (seed 0's)
+across their seeds.
 
 Time model (rough, for the ETA and the stated budgets; calibrated on the
 alfworld_cpu default run alone on 2 cores, 23m06s: a process start with its
@@ -124,12 +132,14 @@ def sweep_estimate_s(arms: Sequence[Arm]) -> float:
 def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), seed: int = 0,
              mode: str = "comp_rl") -> Arm:
     """The arm ``label`` of a figure: preset + budget overrides + ``extra``,
-    with experience.mode=``mode`` (an ``extra`` mode wins); overrides that set
+    with experience.mode=``mode`` (an ``extra`` mode wins) and the seed's own
+    warm start (warm_start.seed=``seed``; an ``extra`` one wins); overrides that set
     what the preset already has are dropped (except the always-explicit
     experience.mode), so SDAE's "on" arm on a preset with SDAE on is the same
     run as Fig. 6's, not a duplicate."""
     from crl_jax.training.config_io import apply_overrides, load_preset
-    given = Arm(label, preset, (*base_overrides(budget), f"experience.mode={mode}", *extra), seed)
+    given = Arm(label, preset, (*base_overrides(budget), f"experience.mode={mode}",
+                                f"warm_start.seed={int(seed)}", *extra), seed)
     base = load_preset(preset)
     kept = tuple(item for item in given.overrides if item.startswith("experience.mode=")
                  or apply_overrides(base, [item]) != base)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from experiments.figures import aggregate, common, reproduce
+from experiments.figures import aggregate, common, reproduce, settings
 
 REPO = common.REPO
 
@@ -107,6 +107,23 @@ def test_arms_dedupe_by_preset_overrides_and_seed_not_label():
         common.Arm("x", "alfworld_cpu", ("train.seed=3",))
     with pytest.raises(ValueError, match="key.sub=value"):
         common.Arm("x", "alfworld_cpu", ("train.steps",))
+
+
+def test_each_seed_of_a_figure_has_its_own_warm_start_shared_by_its_arms():
+    """A figure's seed sets warm_start.seed too: Comp. RL and the baseline of
+    one seed share a warm start, the seeds do not; seed 0 carries no
+    override (the presets' warm_start.seed is 0), so its records keep their names."""
+    from crl_jax.training.warm_cache import warm_start_key
+    comp, base = settings.comp_and_baseline("alfworld_cpu", "full", (0, 1, 2))
+    assert [common.override_value(a, "warm_start.seed") for a in comp] == [None, "1", "2"]
+    keys = [warm_start_key(common.arm_config(a)) for a in comp]
+    assert len(set(keys)) == 3
+    assert [warm_start_key(common.arm_config(a)) for a in base] == keys
+    assert [common.arm_config(a).warm_start.seed for a in base] == [0, 1, 2]
+    assert [common.arm_config(a).train.seed for a in base] == [0, 1, 2]
+    # an arm that asks for another warm start keeps it
+    pinned = settings.make_arm("x", "alfworld_cpu", "full", ("warm_start.seed=5",), seed=1)
+    assert common.arm_config(pinned).warm_start.seed == 5
 
 
 def test_figures_share_runs_with_fig6():
