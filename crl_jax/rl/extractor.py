@@ -3,7 +3,8 @@ CISPO training on the manager's buffer (paper Eq. 3 with Eq. 7 weights).
 
 Generation keeps the sampled token ids of every reply (keyed by the reply
 text), so training uses exactly the tokens that were sampled; only a reply
-whose ids were evicted from that cache is re-encoded (counted in metrics).
+whose ids were evicted from that cache is re-encoded (counted in `stats`, which
+the trainer logs as extractor/... metrics).
 """
 from __future__ import annotations
 
@@ -69,6 +70,10 @@ class ExtractorAgent:
             while len(self._ids) > self._cache_size:
                 self._ids.popitem(last=False)
         self.stats["generated_tokens"] += len(out)
+        # No stop token within the cap: the answer was cut (and is most
+        # likely malformed); a cap too short for the answers shows here.
+        self.stats["answers_at_cap"] += (len(out) >= self.sampling.max_new_tokens and
+                                         len(strip_stop_tokens(out, self.sampling)) == len(out))
         return ExtractorReply(text, response)
 
     def greedy_answers(self, requests: list[ExtractionRequest], batch: int = 16) -> list[str]:

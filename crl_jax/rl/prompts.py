@@ -220,7 +220,12 @@ class ExtractorView:
     kind: str = "consolidate"
 
 
-def render_extractor_compact(view: ExtractorView, traj_chars: int = 700) -> str:
+# The trajectory a compact consolidation prompt shows, in characters (clipped
+# beyond; experiments/extractor_fit.py measures how often that happens).
+EXTRACTOR_TRAJ_CHARS = 700
+
+
+def render_extractor_compact(view: ExtractorView, traj_chars: int = EXTRACTOR_TRAJ_CHARS) -> str:
     """Sized so that a whole small-room ALFWorld game fits (~10 steps of
     ~70 characters): a clipped trajectory hides the actions a plan needs."""
     lines = [f"goal: {view.goal}"]

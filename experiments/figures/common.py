@@ -214,9 +214,10 @@ def unread(key: str, flat: dict) -> bool:
     """Whether a run with these settings never reads ``key``: an arm without
     experience (the baseline) reads no experience.* setting but the mode, so
     retuning the experience pipeline leaves its runs valid; nor does an oracle
-    arm (no bank) read whether the pipeline is synchronous."""
+    arm (no bank, no extractor) read whether the pipeline is synchronous or
+    any experience.extractor_* setting."""
     mode = flat.get("experience.mode")
-    if mode == "oracle" and key == "experience.sync":  # no bank, no extractor: nothing to sync
+    if mode == "oracle" and (key == "experience.sync" or key.startswith("experience.extractor_")):
         return True
     return mode == "none" and key.startswith("experience.") and key != "experience.mode"
 

@@ -264,6 +264,23 @@ def test_experience_settings_do_not_make_a_baseline_run_stale(tmp_path):
                                                "train.steps: 3 -> 20"]
 
 
+def test_extractor_settings_do_not_make_an_oracle_run_stale(tmp_path):
+    """An oracle arm has no extractor: its answer cap is not read, while the
+    guided share is; a Comp. RL arm is rerun for either."""
+    from crl_jax.training.config_io import apply_overrides, save_config_json
+    cases = (("oracle", ["experience.guided_fraction: 0.25 -> 0.5"]),
+             ("comp_rl", ["experience.extractor_max_new_tokens: 40 -> 96",
+                          "experience.guided_fraction: 0.25 -> 0.5"]))
+    for mode, stale in cases:
+        arm = common.Arm("x", "alfworld_cpu", (f"experience.mode={mode}",), 0)
+        out = common.run_dir(arm, str(tmp_path))
+        os.makedirs(out)
+        old = apply_overrides(common.arm_config(arm), ["experience.extractor_max_new_tokens=40",
+                                                       "experience.guided_fraction=0.25"])
+        save_config_json(old, os.path.join(out, "config.json"))
+        assert common.stale_settings(arm, out) == stale
+
+
 def test_run_from_another_warm_start_is_stale(tmp_path):
     """The run records its warm-start key; a key built by other code today
     (the cache version) makes it stale; runs without the record are trusted."""

@@ -254,3 +254,25 @@ def test_ask_advice_in_history_keeps_an_experience_lines_length():
     did = [line for line in text.splitlines() if line.startswith("did: ")]
     assert did[0] == "did: ask: g -> " + advice[:197] + "..."
     assert did[1] == "did: north -> " + "x" * 77 + "..."  # other replies: 80 characters
+
+
+def test_extractor_agent_counts_answers_cut_by_its_cap(setup):
+    """An answer that fills max_new_tokens without a stop token was cut
+    (answers_at_cap); one that stopped, however long, was not."""
+    import types
+    from crl_jax.experience import ExtractionRequest
+    from crl_jax.rl.extractor import ExtractorAgent
+    _, tok, model = setup
+    learner = Learner(model, OptimConfig(lr=1e-3, micro_batch=2), PolicyLossConfig())
+    agent = ExtractorAgent(learner, tok, max_new_tokens=4)
+    word = tok.encode("look")[0]
+    answers = iter([[word] * 4,                     # cut at the cap
+                    [word] * 3 + [tok.eos_id],      # stopped on its last allowed token
+                    [word, tok.eos_id]])            # stopped early
+    agent.sampler = types.SimpleNamespace(
+        generate=lambda ids, sampling, rng: types.SimpleNamespace(tokens=[next(answers)]))
+    request = ExtractionRequest("consolidate", (), "put a mug in the sink", "look -> ok", True)
+    for _ in range(3):
+        agent(request)
+    assert agent.stats["answers_at_cap"] == 1
+    assert agent.stats["generated_tokens"] == 4 + 4 + 2

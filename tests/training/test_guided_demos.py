@@ -210,3 +210,29 @@ def test_a_seen_peer_names_objects_the_game_shows_of_another_type_than_the_goals
     for g in lines:  # the searching expert's actions, with a line from another game
         assert g.source == "peerseen" and g.actions == by_task[g.task].actions
         assert g.experience != plan_entry(by_task[g.task])
+
+
+def test_extractor_fit_report_counts_what_exceeds_each_limit():
+    from experiments.extractor_fit import report
+    m = {"games": 5, "cap": 10, "clip": 700, "answer_cap": 64,
+         "chars": [300, 650, 701, 900], "chars_within_cap": [300, 650],
+         "answer_tokens": [40, 64, 65, 71]}
+    rows = report(m).splitlines()[4:]
+    assert rows[0].startswith("| trajectory chars (clip 700) | 4 | 676 |")
+    assert rows[0].endswith("| 900 | 0.500 |")  # 701 and 900 are clipped
+    assert rows[1].endswith("| 650 | 0.000 |")
+    assert rows[2].endswith("| 71 | 0.500 |")  # 65 and 71 are cut; 64 fits
+
+
+def test_extractor_fit_measures_the_plans_the_warm_start_teaches():
+    """On a few generated games: every won game is measured, and a plan's
+    answer is its JSON's tokens and the stop token."""
+    from crl_jax.training.config_io import apply_overrides, load_preset
+    from experiments.extractor_fit import measure
+    cfg = apply_overrides(load_preset("alfworld_cpu"), ["warm_start.vocab_size=400",
+                                                        "env.num_generated=40"])
+    m = measure(cfg, 12)
+    assert m["games"] == 12 and len(m["chars"]) == len(m["answer_tokens"]) >= 10
+    assert len(m["chars_within_cap"]) <= len(m["chars"]) and m["cap"] == 10
+    # a plan names at least a take and a put, '[{"op": "add", "entry": "<goal>: ..."}]'
+    assert min(m["answer_tokens"]) > 10 and max(m["chars"]) > 100
