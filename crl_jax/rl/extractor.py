@@ -61,6 +61,10 @@ class ExtractorAgent:
         text, ids = self._render(request)
         with self._lock:
             self._calls += 1
+            if self.fmt == "compact" and request.trajectory:
+                # the trajectory did not fit and its end was cut (prompts.EXTRACTOR_TRAJ_CHARS)
+                self.stats["trajectories_clipped"] += (
+                    len(" ".join(request.trajectory.split())) > prompts.EXTRACTOR_TRAJ_CHARS)
             seed = self._seed * 1_000_003 + self._calls
         result = self.sampler.generate([ids], self.sampling, rng=seed)
         out = result.tokens[0]

@@ -110,7 +110,8 @@ def background_metrics(run: Run, extractor: ExtractorTraining | None) -> dict:
         out["extractor/buffer_ready"] = run.manager.training_buffer.ready_count()
     if run.agent is not None:  # running totals, as the manager's counters
         out.update({f"extractor/{k}": float(run.agent.stats[k])
-                    for k in ("generated_tokens", "answers_at_cap", "reencoded")})
+                    for k in ("generated_tokens", "answers_at_cap", "trajectories_clipped",
+                              "reencoded")})
     if extractor is not None:
         out.update(extractor.pop_metrics())
     return out

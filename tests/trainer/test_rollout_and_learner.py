@@ -258,7 +258,9 @@ def test_ask_advice_in_history_keeps_an_experience_lines_length():
 
 def test_extractor_agent_counts_answers_cut_by_its_cap(setup):
     """An answer that fills max_new_tokens without a stop token was cut
-    (answers_at_cap); one that stopped, however long, was not."""
+    (answers_at_cap); one that stopped, however long, was not. A trajectory
+    longer than the compact prompt shows is counted as clipped."""
+    import dataclasses
     import types
     from crl_jax.experience import ExtractionRequest
     from crl_jax.rl.extractor import ExtractorAgent
@@ -272,7 +274,9 @@ def test_extractor_agent_counts_answers_cut_by_its_cap(setup):
     agent.sampler = types.SimpleNamespace(
         generate=lambda ids, sampling, rng: types.SimpleNamespace(tokens=[next(answers)]))
     request = ExtractionRequest("consolidate", (), "put a mug in the sink", "look -> ok", True)
-    for _ in range(3):
-        agent(request)
+    long = dataclasses.replace(request, trajectory=" | ".join(["go to desk 1 -> ok"] * 40))
+    for r in (request, long, request):
+        agent(r)
     assert agent.stats["answers_at_cap"] == 1
     assert agent.stats["generated_tokens"] == 4 + 4 + 2
+    assert agent.stats["trajectories_clipped"] == 1  # 40 steps of 20 characters: over 700
