@@ -2,7 +2,7 @@
 trajectories, against the entries it was taught to write (see
 crl_jax/diagnostics/entry_quality.py):
 
-    python experiments/extractor_quality.py --config=alfworld_cpu [--games=48] [--section.key=value ...]
+    python experiments/extractor_quality.py --config=alfworld_cpu [--games=48] [--missteps=2] [--section.key=value ...]
 
 It builds the run as experiments/run.py would (warm start included; the
 preset's warm_start.cache_dir is reused) and prints one line per environment.
@@ -44,9 +44,10 @@ def main(argv=None) -> int:
         for src in run.eval_sources:
             demos = collect_demos(src.env_name, src.make, src.tasks[:command.games],
                                   run.cfg.rollout.max_turns * 2, src.expert)
-            scores = entry_quality(demos, answer).as_dict()
+            scores = entry_quality(demos, answer, command.missteps).as_dict()
             report[src.env_name] = scores
-            print(f"{src.env_name}: {scores['games']} won expert games; an add operation "
+            noise = f" with {command.missteps} rejected actions each" if command.missteps else ""
+            print(f"{src.env_name}: {scores['games']} won expert games{noise}; an add operation "
                   f"{scores['parsed']:.3f}, exact entry {scores['exact']:.3f}, goal copied "
                   f"{scores['goal']:.3f}, plan-step F1 {scores['step_f1']:.3f}")
         write_report(report, command.json_out)

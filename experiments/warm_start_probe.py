@@ -40,6 +40,9 @@ class ProbeCommand(PresetCommand):
     """Also write the report as JSON here."""
     max_new_tokens: int = 96
     """Length cap of an extractor answer (extractor_quality.py)."""
+    missteps: int = 0
+    """Rejected actions put into each held-out trajectory, as an actor's
+    trajectory shows them (extractor_quality.py; 0: the expert's as played)."""
     exp: str = "none"
     """The experience line in every prompt (actor_step_accuracy.py): none, own,
     peer or noisy:K."""
@@ -48,8 +51,8 @@ class ProbeCommand(PresetCommand):
 def parse(description: str, argv=None) -> ProbeCommand:
     command = config_io.parse_preset_command(ProbeCommand, sys.argv[1:] if argv is None else argv,
                                              "alfworld_cpu", description)
-    if command.games < 1:
-        print("error: --games must be >= 1", file=sys.stderr)
+    if command.games < 1 or command.missteps < 0:
+        print("error: --games must be >= 1 and --missteps >= 0", file=sys.stderr)
         raise SystemExit(2)
     return command
 

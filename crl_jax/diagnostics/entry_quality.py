@@ -16,7 +16,9 @@ import dataclasses
 from typing import Callable, Sequence
 
 from crl_jax.experience.operations import AddOperation, parse_operations
-from crl_jax.training.warmstart import Demo, demo_extractor_prompt, plan_entry
+import numpy as np
+
+from crl_jax.training.warmstart import Demo, demo_extractor_prompt, plan_entry, with_missteps
 
 
 def plan_parts(entry: str) -> tuple[str, list[str]]:
@@ -65,10 +67,17 @@ class EntryScores:
                 "goal": self.goal / n, "step_f1": self.f1_sum / n}
 
 
-def entry_quality(demos: Sequence[Demo], answer: Callable[[list[str]], list[str]]) -> EntryScores:
-    """Scores ``answer`` (extractor prompts -> responses, batched) on the won demos."""
+def entry_quality(demos: Sequence[Demo], answer: Callable[[list[str]], list[str]],
+                  missteps: int = 0, seed: int = 0) -> EntryScores:
+    """Scores ``answer`` (extractor prompts -> responses, batched) on the won
+    demos; with ``missteps``, each trajectory shows that many rejected actions
+    (``with_missteps``, as an actor's would) and the answer is still scored
+    against the clean game's plan."""
     won = [d for d in demos if d.won]
-    views = [demo_extractor_prompt(d) for d in won]
+    rng = np.random.default_rng(seed)
+    pool = [a for d in won for a in d.actions]
+    shown = [with_missteps(d, missteps, rng, pool) if missteps else d for d in won]
+    views = [demo_extractor_prompt(d) for d in shown]
     scores = EntryScores()
     for d, response in zip(won, answer(views) if views else []):
         scores.add(response, plan_entry(d))

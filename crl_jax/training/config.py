@@ -241,6 +241,11 @@ class WarmStartSpec:
     """Share of guided actor demonstrations that also teach judging their line
     (experience.actor_critic): "accept" for the game's own plan (and noisyK),
     "reject" for another game's. 0: no judging is taught."""
+    extractor_missteps: float = 0.0
+    """Share of won demos whose extractor sample is repeated with one or two
+    actions the game rejected ("... -> Nothing happens.") put into the
+    trajectory, the answer still the clean game's plan: the actor's
+    trajectories in RL have such steps and expert ones never do. 0: none."""
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
     # One token per digit in that tokenizer: ids and numbers read the same
     # wherever they appear, so copying one (WebShop's product ids) is a
@@ -368,6 +373,8 @@ class RunConfig:
             raise ValueError("warm_start.ask_fraction must be in [0, 1]")
         if not 0.0 <= self.warm_start.judge_fraction <= 1.0:
             raise ValueError("warm_start.judge_fraction must be in [0, 1]")
+        if not 0.0 <= self.warm_start.extractor_missteps <= 1.0:
+            raise ValueError("warm_start.extractor_missteps must be in [0, 1]")
         if self.experience.actor_critic and self.experience.mode == "none":
             raise ValueError("experience.actor_critic judges retrieved entries; "
                              "experience.mode=none retrieves none")

@@ -91,7 +91,8 @@ def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
 # Warm-start settings added after the current schemes, with the value that
 # gives what the code gave before them: at that value they stay out of the
 # hash, so the warm starts (and the records grown from them) stay current.
-_ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0, ("actor", "attention_chunk"): 0,
+_ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0,
+                       ("warm_start", "extractor_missteps"): 0.0, ("actor", "attention_chunk"): 0,
                        ("extractor", "attention_chunk"): 0}
 
 

@@ -88,7 +88,8 @@ def _train_extractor(cfg: RunConfig, demos, extractor: Learner, ext_tok, out_dir
     # start ran in this process or came from the cache.
     ws = cfg.warm_start
     rng = np.random.default_rng(ws.seed + 8)
-    samples = warmstart.extractor_sft_samples(demos, ext_tok, rng, ask_fraction=ws.ask_fraction)
+    samples = warmstart.extractor_sft_samples(demos, ext_tok, rng, ask_fraction=ws.ask_fraction,
+                                              misstep_fraction=ws.extractor_missteps)
     return setup.supervised_warm_start(extractor, samples, ws.extractor_lr, ws.extractor_steps,
                                        ws.batch, ext_tok.pad_id, rng, "extractor",
                                        progress_dir(out_dir, cache, "extractor"))

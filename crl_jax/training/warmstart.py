@@ -121,6 +121,26 @@ def _wrong_action(action: str, later: Sequence[str], pool: Sequence[str],
     return pool[int(rng.integers(len(pool)))]
 
 
+REJECTED = "Nothing happens."  # ALFWorld's answer to an action it rejects
+
+
+def with_missteps(demo: Demo, k: int, rng: np.random.Generator, pool: Sequence[str]) -> Demo:
+    """``demo`` with ``k`` rejected actions put into its trajectory, each
+    before a random turn: a mistake as ``_wrong_action`` makes one (taken too
+    early, a wrong number, another demo's action), answered "Nothing
+    happens." and changing nothing. Expert trajectories never show such
+    steps and the actor's in RL often do; the plan of the game stays the
+    clean demo's (``plan_entry(demo)``)."""
+    actions, observations, valid = list(demo.actions), list(demo.observations), list(demo.valid)
+    for _ in range(k):
+        t = int(rng.integers(len(actions)))
+        actions.insert(t, _wrong_action(actions[t], actions[t + 1:], pool, rng))
+        observations.insert(t + 1, REJECTED)
+        if valid:
+            valid.insert(t, valid[t])
+    return dataclasses.replace(demo, actions=actions, observations=observations, valid=valid)
+
+
 def demo_view(d: Demo, t: int, history: int, list_actions: str, show_first_observation: bool,
               experience: str | None = None, opening: tuple = ()) -> prompts.TurnView:
     """What the actor sees before the demo's action t, as a rollout renders it.
@@ -198,8 +218,7 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
             hist, listed = view.history, view.valid_actions
             views = [view]
             if history and rng.random() < recovery_fraction:
-                miss = (_wrong_action(action, d.actions[t + 1:], all_actions, rng),
-                        "Nothing happens.")
+                miss = (_wrong_action(action, d.actions[t + 1:], all_actions, rng), REJECTED)
                 views.append(prompts.TurnView(d.goal, d.observations[t],
                                               (hist + (miss,))[-history:], experience, listed,
                                               d.observations[0] if show_first_observation else ""))
@@ -243,7 +262,8 @@ def demo_extractor_prompt(demo: Demo, turns: int | None = None,
 
 def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator | None = None,
                           failure_fraction: float = 0.5, shown_fraction: float = 0.5,
-                          max_shown: int = 2, ask_fraction: float = 0.0) -> list[Sample]:
+                          max_shown: int = 2, ask_fraction: float = 0.0,
+                          misstep_fraction: float = 0.0) -> list[Sample]:
     """Trajectory -> operations pairs. Won demos -> add their plan. So that the
     extractor also knows what to do with what RL will show it: copies cut
     short (a failed episode, ``failure_fraction`` per demo) -> return, no
@@ -251,9 +271,12 @@ def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Gener
     entries of other demos, which do not change the answer. With
     ``ask_fraction``, that share of demos also gives a search-and-ask request
     (the actor's query and the best entry) answered with the entry as it is:
-    a defined starting point that RL can improve on."""
+    a defined starting point that RL can improve on. With ``misstep_fraction``,
+    that share of won demos is shown again with 1-2 rejected actions in its
+    trajectory (``with_missteps``), answered with the clean game's plan."""
     rng = rng if rng is not None else np.random.default_rng(0)
     plans = [plan_entry(d) for d in demos if d.won]
+    pool = [a for d in demos if d.won for a in d.actions] or ["look"]
     plans_of_type: dict[str, list[str]] = {}
     for d in demos:
         if d.won:
@@ -283,6 +306,9 @@ def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Gener
             p = tokenizer.encode(demo_ask_prompt(d, entry))
             r = tokenizer.encode(json.dumps({"entry": entry})) + [tokenizer.eos_id]
             samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
+        if d.won and misstep_fraction > 0 and rng.random() < misstep_fraction:  # no draw at 0
+            noisy = with_missteps(d, int(rng.integers(1, 3)), rng, pool)
+            samples.append(sample(demo_extractor_prompt(noisy, shown=shown()), plan_entry(d)))
     return samples
 
 

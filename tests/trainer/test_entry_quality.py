@@ -46,3 +46,28 @@ def test_entry_quality_scores_only_won_demos_against_their_plans():
     d = entry_quality([won, lost], answer).as_dict()
     assert len(seen) == 1 and "put a mug in desk" in seen[0]
     assert d == {"games": 1, "parsed": 1.0, "exact": 1.0, "goal": 1.0, "step_f1": 1.0}
+
+
+def test_missteps_show_rejected_actions_and_are_scored_against_the_clean_plan():
+    """With missteps the prompt's trajectory holds rejected actions; the same
+    answer (the clean plan) still scores 1, and an extractor that copied every
+    action it read, rejected ones included, would score less."""
+    won = Demo("alfworld", "t1", "put a mug in desk", ["obs0", "o1", "o2", "o3"],
+               ["go to shelf 1", "take mug 1 from shelf 1", "move mug 1 to desk 1"], True)
+    plan = "put a mug in desk: go to shelf 1 > take mug 1 from shelf 1 > move mug 1 to desk 1"
+    seen = []
+
+    def answer(texts):
+        seen.extend(texts)
+        return [_add(plan)]
+
+    d = entry_quality([won], answer, missteps=2, seed=3).as_dict()
+    assert seen[0].count("Nothing happens.") == 2 and d["exact"] == 1.0 == d["step_f1"]
+
+    def copier(texts):  # every "action -> observation" step of the trajectory, in order
+        steps = texts[0].split("traj: ", 1)[1].split("\n")[0].split(" | ")
+        return [_add("put a mug in desk: " + " > ".join(s.split(" -> ")[0] for s in steps))]
+
+    assert entry_quality([won], copier).as_dict()["step_f1"] == 1.0
+    noisy = entry_quality([won], copier, missteps=2, seed=3).as_dict()
+    assert noisy["exact"] == 0.0 and noisy["step_f1"] < 1.0

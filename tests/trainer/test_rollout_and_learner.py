@@ -194,6 +194,41 @@ def test_extractor_sft_teaches_plans_for_wins_and_return_for_cut_short_episodes(
     assert len(none) == len(demos) and all("[0] " not in tok.decode(s.tokens) for s in none)
 
 
+def test_misstep_demos_show_rejected_actions_and_still_teach_the_clean_plan(setup):
+    env, tok, _ = setup
+    demos = [d for d in warmstart.collect_demos("alfworld", lambda: env, [0, 1, 2], 15) if d.won]
+    rng = np.random.default_rng(4)
+    pool = [a for d in demos for a in d.actions]
+    for d in demos:
+        noisy = warmstart.with_missteps(d, 2, rng, pool)
+        assert len(noisy.actions) == len(d.actions) + 2
+        assert len(noisy.observations) == len(d.observations) + 2
+        assert len(noisy.valid) == len(d.valid) + 2
+        # removing the two rejected steps gives back the demo, step for step
+        kept = [(a, o) for a, o in zip(noisy.actions, noisy.observations[1:])
+                if o != warmstart.REJECTED]
+        assert kept == list(zip(d.actions, d.observations[1:]))
+        assert noisy.observations[0] == d.observations[0] and noisy.won and d.won
+    # at 0 nothing is drawn: the default warm start's samples are unchanged
+    plain = warmstart.extractor_sft_samples(demos, tok, np.random.default_rng(0))
+    assert [s.tokens for s in warmstart.extractor_sft_samples(
+        demos, tok, np.random.default_rng(0), misstep_fraction=0.0)] == [s.tokens for s in plain]
+    # without cut copies and shown entries: each demo, then its copy with missteps
+    pairs = warmstart.extractor_sft_samples(demos, tok, np.random.default_rng(0),
+                                            failure_fraction=0.0, shown_fraction=0.0,
+                                            misstep_fraction=1.0)
+    assert len(pairs) == 2 * len(demos)
+    for i, d in enumerate(demos):
+        clean, noisy = pairs[2 * i], pairs[2 * i + 1]
+        split = [s.loss_mask.index(1) for s in (clean, noisy)]
+        assert clean.tokens[split[0]:] == noisy.tokens[split[1]:]  # the same plan answer
+        assert tok.decode(noisy.tokens[split[1]:]).replace(" ", "").startswith(
+            warmstart.extractor_response(warmstart.plan_entry(d)).replace(" ", ""))
+        prompt = tok.decode(noisy.tokens[:split[1]])
+        assert prompt != tok.decode(clean.tokens[:split[0]])
+        assert "Nothing happens." in prompt or "..." in prompt  # (unless clipped away)
+
+
 def test_ask_opening_demos_render_as_the_rollout_renders_an_ask(setup):
     """Warm-start views of a demo opened by a search-and-ask call equal what
     the rollout engine shows after the same ask turn and the same actions."""

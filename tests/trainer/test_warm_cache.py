@@ -208,12 +208,16 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     # value (the key of the inputs without it), and is in it otherwise.
     fields = dataclasses.asdict(inputs)
     assert fields["warm_start"].pop("judge_fraction") == 0.0
+    assert fields["warm_start"].pop("extractor_missteps") == 0.0
     assert fields["actor"].pop("attention_chunk") == fields["extractor"].pop("attention_chunk") == 0
     blob = json.dumps(fields, sort_keys=True).encode()
     assert base == f"{inputs.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
     judging = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
                                                                          judge_fraction=0.25))
     assert key_of(judging) != base
+    missteps = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
+                                                                          extractor_missteps=0.5))
+    assert key_of(missteps) not in (base, key_of(judging))
     chunked = dataclasses.replace(inputs, actor=dataclasses.replace(inputs.actor,
                                                                     attention_chunk=512))
     assert key_of(chunked) != base
@@ -301,8 +305,8 @@ def test_an_actor_only_run_leaves_another_runs_extractor_progress(tmp_path):
 
 
 def test_the_committed_records_keep_their_warm_start_keys():
-    """Settings added since a key scheme (warm_start.judge_fraction, the
-    models' attention_chunk) stay out of both key schemes at their neutral
+    """Settings added since a key scheme (warm_start.judge_fraction and
+    extractor_missteps, the models' attention_chunk) stay out of both key schemes at their neutral
     values: the warm starts the committed figure records grew from keep
     their keys (a changed key makes every record of the preset stale, so
     a change here must be deliberate, with the records rerun)."""
