@@ -15,7 +15,8 @@ import numpy as np
 from crl_jax.experience.embedders import embed_checked
 from crl_jax.experience.entries import AddEntry, DeleteEntry, Entry, UpdateEntry
 from crl_jax.experience.operations import (AddOperation, UpdateOperation, index_text, parse_operations,
-                                             parse_rewrite, query_text, structured_text)
+                                             parse_rewrite, query_text, rejection_kind,
+                                             structured_text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +140,8 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
             writes.append((op, []))
     manager.count("ops_rejected", len(rejected))
     manager.count("calls_malformed", 1 if rejected else 0)
+    for reason in rejected:
+        manager.count(f"rejected_{rejection_kind(reason)}")
     if not writes:
         return ConsolidationReport(None, rejected=tuple(rejected))
     key = manager.sample_key("consolidate", record.step)

@@ -206,6 +206,22 @@ def parse_operations(text, n_shown: int, max_ops: int = 3, max_chars: int = 4000
     return ParseResult(tuple(operations), tuple(rejected))
 
 
+# What went wrong, by the words of the reasons above (first match wins): the
+# manager counts rejections by kind, so a malformed rate can be read.
+_REJECTION_KINDS = (("no JSON", "no_json"), ("not text", "no_json"),
+                    ("operations per call", "too_many_ops"), ("indices", "bad_indices"),
+                    ("already changed", "conflict"), ("bank rejected", "bank"),
+                    ("entry", "bad_entry"), ("operation", "bad_operation"))
+
+
+def rejection_kind(reason: str) -> str:
+    """A rejected item's reason (ParseResult.rejected, or the consolidation's
+    own) as one word: no_json, too_many_ops, bad_indices, conflict, bank,
+    bad_entry (empty, oversized or unstructured text), bad_operation (not an
+    object, no name, unknown name), or other."""
+    return next((kind for words, kind in _REJECTION_KINDS if words in reason), "other")
+
+
 def parse_rewrite(response, max_chars: int = 4000) -> str | None:
     """The entry text of a search-and-ask rewrite: JSON {"entry": ...}/{"title", "content"} or plain text.
 

@@ -132,6 +132,7 @@ def test_consolidation_applies_valid_operations_and_counts_malformed(table_embed
         assert r3.updated_ids == (0,) and bank.snapshot.entries[0].text == "Key v2"
         assert seen[2].shown_entries[0].id == 0  # the guiding entry is shown first
         assert manager.counters["ops_rejected"] == 2 and manager.counters["calls_malformed"] == 2
+        assert manager.counters["rejected_bad_indices"] == manager.counters["rejected_no_json"] == 1
         # r(m) of the first call: the two episodes its entry guided, -1 and +1.
         assert manager.training_buffer.sample(r1.sample_key).outcomes == [-1.0, 1.0]
         batch = manager.draw_training_batch(step=3)

@@ -76,3 +76,28 @@ def test_parse_rewrite():
     assert parse_rewrite("  plain text  ") == "plain text"
     assert parse_rewrite("") is None and parse_rewrite(None) is None
     assert parse_rewrite("x" * 10, max_chars=5) is None
+
+
+def test_every_rejection_reason_has_its_kind():
+    """Each way an answer can be malformed, through parse_operations (and the
+    consolidation's own reasons), maps to the kind the manager counts."""
+    import json as _json
+    from crl_jax.experience.operations import parse_operations, rejection_kind
+
+    def kinds(answer, n_shown=1, **kw):
+        return [rejection_kind(r) for r in parse_operations(answer, n_shown, **kw).rejected]
+
+    assert kinds("no brackets at all") == ["no_json"]
+    assert kinds(None) == ["no_json"]
+    assert kinds(_json.dumps([{"op": "add", "entry": "a"}] * 3), max_ops=2) == ["too_many_ops"]
+    assert kinds(_json.dumps([{"op": "update", "indices": [4], "entry": "a"}])) == ["bad_indices"]
+    assert kinds(_json.dumps([{"op": "update", "indices": "x", "entry": "a"}])) == ["bad_indices"]
+    assert kinds(_json.dumps([{"op": "add", "entry": ""}])) == ["bad_entry"]
+    assert kinds(_json.dumps([{"op": "add", "entry": "x" * 50}]), max_chars=10) == ["bad_entry"]
+    assert kinds(_json.dumps([{"op": "add", "entry": "plain"}]), structured=True) == ["bad_entry"]
+    assert kinds(_json.dumps([{"op": "delete"}])) == ["bad_operation"]
+    assert kinds(_json.dumps([{"entry": "no name"}])) == ["bad_operation"]
+    assert kinds(_json.dumps(["just a string"])) == ["bad_operation"]
+    assert rejection_kind("update [0]: entries already changed by this call") == "conflict"
+    assert rejection_kind("bank rejected the operations: entry 3 was evicted") == "bank"
+    assert rejection_kind("something new") == "other"
