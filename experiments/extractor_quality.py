@@ -30,26 +30,28 @@ def main(argv=None) -> int:
 
     with built_run(command.cfg, "extractor_quality_", _needs_extractor) as run:
         tok, sampler = run.ext_tokenizer, run.agent.sampler
-        greedy = dataclasses.replace(run.agent.sampling, temperature=0.0,
-                                     max_new_tokens=command.max_new_tokens)
+        sampling = dataclasses.replace(run.agent.sampling, temperature=command.temperature,
+                                       max_new_tokens=command.max_new_tokens)
 
         def answer(texts):
             out = []
             for i in range(0, len(texts), 16):
-                res = sampler.generate([tok.encode(t) for t in texts[i:i + 16]], greedy, rng=0)
-                out += [tok.decode(strip_stop_tokens(t, greedy)) for t in res.tokens]
+                res = sampler.generate([tok.encode(t) for t in texts[i:i + 16]], sampling, rng=i)
+                out += [tok.decode(strip_stop_tokens(t, sampling)) for t in res.tokens]
             return out
 
         report = {}
         for src in run.eval_sources:
             demos = collect_demos(src.env_name, src.make, src.tasks[:command.games],
                                   run.cfg.rollout.max_turns * 2, src.expert)
-            scores = entry_quality(demos, answer, command.missteps).as_dict()
+            scores = entry_quality(demos * command.samples, answer, command.missteps).as_dict()
             report[src.env_name] = scores
             noise = f" with {command.missteps} rejected actions each" if command.missteps else ""
-            print(f"{src.env_name}: {scores['games']} won expert games{noise}; an add operation "
-                  f"{scores['parsed']:.3f}, exact entry {scores['exact']:.3f}, goal copied "
-                  f"{scores['goal']:.3f}, plan-step F1 {scores['step_f1']:.3f}")
+            how = f"sampled at {command.temperature}" if command.temperature else "greedy"
+            print(f"{src.env_name}: {scores['games']} answers ({how}) to won expert games{noise}; "
+                  f"an add operation {scores['parsed']:.3f}, exact entry {scores['exact']:.3f}, "
+                  f"goal copied {scores['goal']:.3f}, plan-step F1 {scores['step_f1']:.3f}, "
+                  f"malformed {scores['malformed']:.3f} {scores['rejected']}")
         write_report(report, command.json_out)
     return 0
 

@@ -40,6 +40,11 @@ class ProbeCommand(PresetCommand):
     """Also write the report as JSON here."""
     max_new_tokens: int = 96
     """Length cap of an extractor answer (extractor_quality.py)."""
+    temperature: float = 0.0
+    """Sampling temperature of the extractor's answers (extractor_quality.py;
+    0: greedy; RL samples at experience.extractor_temperature)."""
+    samples: int = 1
+    """Answers per trajectory (extractor_quality.py; more than 1 with a temperature)."""
     missteps: int = 0
     """Rejected actions put into each held-out trajectory, as an actor's
     trajectory shows them (extractor_quality.py; 0: the expert's as played)."""
@@ -51,8 +56,9 @@ class ProbeCommand(PresetCommand):
 def parse(description: str, argv=None) -> ProbeCommand:
     command = config_io.parse_preset_command(ProbeCommand, sys.argv[1:] if argv is None else argv,
                                              "alfworld_cpu", description)
-    if command.games < 1 or command.missteps < 0:
-        print("error: --games must be >= 1 and --missteps >= 0", file=sys.stderr)
+    if command.games < 1 or command.missteps < 0 or command.samples < 1 or command.temperature < 0:
+        print("error: --games and --samples must be >= 1, --missteps and --temperature >= 0",
+              file=sys.stderr)
         raise SystemExit(2)
     return command
 

@@ -12,10 +12,11 @@ as sets (order aside).
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Callable, Sequence
 
-from crl_jax.experience.operations import AddOperation, parse_operations
+from crl_jax.experience.operations import AddOperation, parse_operations, rejection_kind
 import numpy as np
 
 from crl_jax.training.warmstart import Demo, demo_extractor_prompt, plan_entry, with_missteps
@@ -41,12 +42,16 @@ class EntryScores:
     exact: int = 0
     goal: int = 0
     f1_sum: float = 0.0
+    malformed: int = 0  # answers with a rejected item, as the manager counts calls_malformed
+    rejected: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     def add(self, response: str, want: str) -> None:
         """An extractor answer: its first added entry is scored; an answer
         without one counts as a game scoring nothing."""
-        ops = [op for op in parse_operations(response, n_shown=0).operations
-               if isinstance(op, AddOperation)]
+        parsed = parse_operations(response, n_shown=0)
+        self.malformed += parsed.malformed
+        self.rejected.update(rejection_kind(r) for r in parsed.rejected)
+        ops = [op for op in parsed.operations if isinstance(op, AddOperation)]
         if not ops:
             self.games += 1
             return
@@ -64,7 +69,8 @@ class EntryScores:
     def as_dict(self) -> dict:
         n = max(self.games, 1)
         return {"games": self.games, "parsed": self.parsed / n, "exact": self.exact / n,
-                "goal": self.goal / n, "step_f1": self.f1_sum / n}
+                "goal": self.goal / n, "step_f1": self.f1_sum / n,
+                "malformed": self.malformed / n, "rejected": dict(sorted(self.rejected.items()))}
 
 
 def entry_quality(demos: Sequence[Demo], answer: Callable[[list[str]], list[str]],

@@ -29,6 +29,7 @@ def test_scores_by_hand():
     d = s.as_dict()
     assert d["games"] == 4 and d["parsed"] == 0.75 and d["exact"] == 0.25 and d["goal"] == 0.5
     assert d["step_f1"] == pytest.approx((1.0 + 0.5 + 2 / 3) / 4)
+    assert d["malformed"] == 0.25 and d["rejected"] == {"no_json": 1}
 
 
 def test_entry_quality_scores_only_won_demos_against_their_plans():
@@ -45,7 +46,8 @@ def test_entry_quality_scores_only_won_demos_against_their_plans():
 
     d = entry_quality([won, lost], answer).as_dict()
     assert len(seen) == 1 and "put a mug in desk" in seen[0]
-    assert d == {"games": 1, "parsed": 1.0, "exact": 1.0, "goal": 1.0, "step_f1": 1.0}
+    assert d == {"games": 1, "parsed": 1.0, "exact": 1.0, "goal": 1.0, "step_f1": 1.0,
+                 "malformed": 0.0, "rejected": {}}
 
 
 def test_missteps_show_rejected_actions_and_are_scored_against_the_clean_plan():
