@@ -16,9 +16,9 @@ import collections
 import dataclasses
 from typing import Callable, Sequence
 
-from crl_jax.experience.operations import AddOperation, parse_operations, rejection_kind
 import numpy as np
 
+from crl_jax.experience.operations import AddOperation, parse_operations, rejection_kind
 from crl_jax.training.warmstart import Demo, demo_extractor_prompt, plan_entry, with_missteps
 
 

@@ -108,13 +108,16 @@ class ExtractorAgent:
 
     def state_dict(self) -> dict:
         """The call count that seeds each reply's sampling (checkpointed, so a
-        resumed run samples as the uninterrupted one would)."""
+        resumed run samples as the uninterrupted one would), and the running
+        totals of ``stats`` (so its metrics continue)."""
         with self._lock:
-            return {"calls": self._calls}
+            return {"calls": self._calls, "stats": dict(self.stats)}
 
     def load_state_dict(self, state: dict) -> None:
         with self._lock:
             self._calls = int(state["calls"])
+            self.stats = collections.Counter({k: int(v) for k, v in
+                                              state.get("stats", {}).items()})
 
     def save_sampled_ids(self, path: str, keyed_pairs: dict) -> None:
         """The sampled token ids of the replies ``keyed_pairs`` names

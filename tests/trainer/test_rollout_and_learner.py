@@ -296,6 +296,7 @@ def test_extractor_agent_counts_answers_cut_by_its_cap(setup):
     (answers_at_cap); one that stopped, however long, was not. A trajectory
     longer than the compact prompt shows is counted as clipped."""
     import dataclasses
+    import json
     import types
     from crl_jax.experience import ExtractionRequest
     from crl_jax.rl.extractor import ExtractorAgent
@@ -315,3 +316,9 @@ def test_extractor_agent_counts_answers_cut_by_its_cap(setup):
     assert agent.stats["answers_at_cap"] == 1
     assert agent.stats["generated_tokens"] == 4 + 4 + 2
     assert agent.stats["trajectories_clipped"] == 1  # 40 steps of 20 characters: over 700
+    # the totals are checkpointed with the call count, so a resumed run's metrics continue
+    again = ExtractorAgent(learner, tok, max_new_tokens=4)
+    again.load_state_dict(json.loads(json.dumps(agent.state_dict())))
+    assert again.stats == agent.stats and again.state_dict() == agent.state_dict()
+    again.load_state_dict({"calls": 3})  # a checkpoint from before the totals
+    assert not again.stats
