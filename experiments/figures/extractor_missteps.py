@@ -66,8 +66,11 @@ def make(root: str, budget: str, out_dir: str) -> list[dict]:
     curves, rows = {}, []
     for label, _ in ARMS:
         mine = runs.get(label, {})
-        if any("extractor/pool_step_f1" in r for got in mine.values() for r in got):
-            curves[label] = aggregate.seed_curves(mine, "extractor/pool_step_f1")
+        # an unfinished run may not have evaluated the pool yet
+        scored = {s: got for s, got in mine.items()
+                  if any("extractor/pool_step_f1" in r for r in got)}
+        if scored:
+            curves[label] = aggregate.seed_curves(scored, "extractor/pool_step_f1")
         for seed in sorted(mine):
             r = missteps_row(mine[seed])
             rows.append([label, str(seed), fmt(r["malformed"]), r["kinds"], fmt(r["at cap"], 0),
