@@ -88,16 +88,18 @@ def kept_report(report: dict, out_dir: str, reason: str) -> dict:
             "tables": [], "notes": [], "ratios": {}, "seeds": [], "runs": [], "drawn": []}
 
 
-def publish(reports: list[dict], out_dir: str, redraw: bool = False,
-            log=print) -> list[dict]:
+def publish(reports: list[dict], out_dir: str, redraw=False, log=print) -> list[dict]:
     """Moves each drafted figure (its report's png and json) into ``out_dir``
     with the runs it drew recorded in the JSON, unless the committed figure
-    must stay (keep_reason; ``redraw`` overrides). Returns the reports as
-    published: moved ones point into ``out_dir``, kept ones are kept_report."""
+    must stay (keep_reason; ``redraw`` overrides: True for every figure, or a
+    collection of figure names, e.g. the ones whose runs were all made
+    again). Returns the reports as published: moved ones point into
+    ``out_dir``, kept ones are kept_report."""
     os.makedirs(out_dir, exist_ok=True)
     out = []
     for rep in reports:
-        reason = None if redraw else keep_reason(rep, out_dir)
+        forced = redraw is True or (not isinstance(redraw, bool) and rep["name"] in redraw)
+        reason = None if forced else keep_reason(rep, out_dir)
         if reason:
             if log:
                 log(f"{rep['name']}: kept the committed figure: {reason}; rerun those runs, "
@@ -122,7 +124,7 @@ def draft_dir(out_dir: str) -> str:
     return tempfile.mkdtemp(prefix=".draft-", dir=parent)
 
 
-def draw_and_publish(make, out_dir: str, redraw: bool = False, log=print) -> list[dict]:
+def draw_and_publish(make, out_dir: str, redraw=False, log=print) -> list[dict]:
     """``make(draft_dir) -> reports`` draws every figure into a draft folder;
     then each is published into ``out_dir`` or left as committed (publish).
     The draft folder is removed whatever happens."""

@@ -53,6 +53,9 @@ flags.DEFINE_string("results", "", "results document (default: docs/RESULTS.md f
                     "runs/quick/RESULTS.md for quick)")
 flags.DEFINE_bool("redraw", False, "replace a committed figure even when some of the runs it "
                   "drew have no record here")
+flags.DEFINE_list("redraw_figures", [], "as --redraw, for these figures only (names as in "
+                  "experiments/figures/out/, e.g. fig6_success,fig7_actions: figures whose "
+                  "runs were made again under new names)")
 flags.DEFINE_list("only", [], f"run only the arms of these scripts (default all): {', '.join(SCRIPTS)} "
                   f"or {sorted(ALIASES)}; every figure is still drawn, so the results document "
                   "stays whole")
@@ -107,7 +110,7 @@ def draw_all(mods, root: str, budget: str, out_dir: str) -> list[dict]:
     return [rep for m in mods for rep in m.make(root, budget, out_dir)]
 
 
-def make_all(mods, root: str, budget: str, out_dir: str, redraw: bool = False) -> list[dict]:
+def make_all(mods, root: str, budget: str, out_dir: str, redraw=False) -> list[dict]:
     """Every figure of ``mods``, drawn and published into ``out_dir`` (publish.py)."""
     return draw_and_publish(lambda draft: draw_all(mods, root, budget, draft), out_dir, redraw)
 
@@ -142,7 +145,8 @@ def main(argv):
     if not FLAGS.skip_runs:
         run_arms(arms, root, FLAGS.timeout_s, jobs=FLAGS.jobs,
                  checkpoint_every=FLAGS.checkpoint_every)
-    reports = make_all(every_mod, root, FLAGS.budget, out, FLAGS.redraw)
+    reports = make_all(every_mod, root, FLAGS.budget, out,
+                       FLAGS.redraw or frozenset(FLAGS.redraw_figures))
     wall = time.perf_counter() - start
     cmd = " ".join(["python", "experiments/figures/reproduce.py", *sys.argv[1:]])
     drawn = [a for a in every_arm if a.run_name in {n for r in reports for n in r["drawn"]}]

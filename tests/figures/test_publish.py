@@ -49,7 +49,14 @@ def test_a_drawing_missing_a_committed_run_keeps_the_committed_figure(tmp_path):
     # a drawing with every committed run (and more) replaces it
     publish.publish([draft_report(tmp_path, "fig", ["a", "b", "c"], 3.0)], str(out), log=None)
     assert json.loads((out / "fig.json").read_text())["runs_drawn"] == ["a", "b", "c"]
-    # --redraw replaces it whatever is missing
+    # --redraw_figures names others: this one is still kept
+    publish.publish([draft_report(tmp_path, "fig", [], 3.5)], str(out),
+                    redraw=frozenset({"other"}), log=None)
+    assert json.loads((out / "fig.json").read_text())["value"] == 3.0
+    # naming it, or --redraw, replaces it whatever is missing
+    publish.publish([draft_report(tmp_path, "fig", ["d"], 3.7)], str(out),
+                    redraw=frozenset({"fig"}), log=None)
+    assert json.loads((out / "fig.json").read_text())["runs_drawn"] == ["d"]
     publish.publish([draft_report(tmp_path, "fig", [], 4.0)], str(out), redraw=True, log=None)
     assert json.loads((out / "fig.json").read_text()) == {"kind": "bars", "value": 4.0,
                                                          "runs_drawn": []}
