@@ -1,0 +1,23 @@
+"""The extractor_missteps figure's per-run row, from hand-made metrics rows."""
+import math
+
+import pytest
+
+
+def test_missteps_row_reads_rejections_by_kind_and_answers_at_cap():
+    from experiments.figures.extractor_missteps import missteps_row
+    rows = [{"step": 1, "train/success": 0.2, "train/success_guided": 0.1,
+             "train/success_free": 0.3, "manager/extractor_calls": 10, "manager/calls_malformed": 1,
+             "extractor/pool_step_f1": 0.5},
+            {"step": 2, "train/success": 0.4, "train/success_guided": 0.5,
+             "train/success_free": 0.3, "manager/extractor_calls": 40, "manager/calls_malformed": 3,
+             "manager/rejected_no_json": 2, "manager/rejected_bad_entry": 1,
+             "extractor/answers_at_cap": 2, "extractor/pool_step_f1": 0.7}]
+    r = missteps_row(rows)
+    assert r["malformed"] == 3 / 40 and r["kinds"] == "bad_entry 1, no_json 2"
+    assert r["at cap"] == 2 and (r["f1 first"], r["f1 last"]) == (0.5, 0.7)
+    assert r["train last 5"] == pytest.approx(0.3) and r["guided"] == pytest.approx(0.3)
+    # a run from before the counters: n/a, not zero
+    old = missteps_row([{k: v for k, v in rows[1].items()
+                         if not k.startswith(("manager/rejected_", "extractor/answers"))}])
+    assert old["kinds"] == "n/a" and math.isnan(old["at cap"])
