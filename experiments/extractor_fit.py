@@ -19,24 +19,20 @@ import dataclasses
 import os
 import sys
 import tempfile
-from typing import Annotated
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
-import tyro  # noqa: E402
 
 from crl_jax.training import config_io  # noqa: E402
 from crl_jax.training.config import RunConfig  # noqa: E402
+from experiments.warm_start_probe import PresetCommand  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
-class Command:
+class Command(PresetCommand):
     """The preset whose demonstrations to measure."""
 
-    cfg: Annotated[RunConfig, tyro.conf.arg(name=""), tyro.conf.FlagConversionOff]
-    config: str = "alfworld_cpu"
-    """The preset: a module of experiments/configs/."""
     games: int = 300
     """Expert demonstrations to play (drawn as the warm start draws its own)."""
 
