@@ -15,6 +15,12 @@ as the sampler's are: the prompt's tokens once, then --new_tokens decode
 steps in a loop; what a decoder could reach if everything but its matmuls
 (attention over the cache included) were free.
 
+With --host_devices=N > 1 (default: one per core) our sampler and the bound
+also run with the batch split over a 'data' mesh of N XLA host devices, the
+weights replicated (columns "x N"): on one device XLA's CPU runtime runs a
+step's operations one after another; with one device per core each core runs
+its rows' whole step, as torch's intra-op threads use every core too.
+
 Peak memory is the peak resident set size of a child process that runs one
 engine alone (--engine=jax|torch), since both engines share the host
 allocator in the main process. It is reported whole and above the child's
@@ -39,6 +45,9 @@ flags.DEFINE_integer("hidden", 256, "model width")
 flags.DEFINE_integer("layers", 4, "decoder layers")
 flags.DEFINE_integer("vocab", 2048, "vocabulary size")
 flags.DEFINE_integer("repeats", 3, "timed repeats (median reported)")
+flags.DEFINE_integer("host_devices", len(os.sched_getaffinity(0)),
+                     "also run our sampler (and the bound) with the batch split over this many "
+                     "XLA host devices, one per core (a 'data' mesh); 1: one device only")
 flags.DEFINE_bool("quick", False, "small run that finishes in under a minute")
 flags.DEFINE_string("json", None, "write results as JSON to this path")
 flags.DEFINE_enum("engine", None, ["jax", "torch"], "internal: run one engine for peak memory")
@@ -65,12 +74,23 @@ def _prompts(batch: int):
     return [rng.integers(3, FLAGS.vocab, size=FLAGS.prompt_len).tolist() for _ in range(batch)]
 
 
-def _jax_runner(path: str):
+def _data_mesh():
+    """A 'data' mesh over the host devices (--host_devices of them)."""
+    import jax
+    from models.sharding import MeshConfig, make_mesh
+    return make_mesh(MeshConfig(data=FLAGS.host_devices, fsdp=1, tp=1),
+                     jax.devices()[:FLAGS.host_devices])
+
+
+def _jax_runner(path: str, mesh=None):
+    """Our sampler; with ``mesh``, its weights replicated on the mesh and
+    the batch (its cache) split over the mesh's 'data' axis, as a run with
+    ``mesh_data`` = devices lays out its actor."""
     from models.checkpoint import load_checkpoint
     from models.sampler import Sampler
     from models.sampling_ops import SamplingConfig
 
-    sampler = Sampler(load_checkpoint(path), prompt_bucket=32, cache_bucket=128,
+    sampler = Sampler(load_checkpoint(path, mesh=mesh), prompt_bucket=32, cache_bucket=128,
                       new_tokens_bucket=32)
     cfg = SamplingConfig(temperature=0.0, max_new_tokens=FLAGS.new_tokens,
                          check_every=FLAGS.new_tokens)
@@ -97,7 +117,7 @@ def _torch_runner(path: str):
     return run
 
 
-def _bound_runner():
+def _bound_runner(mesh=None):
     """The weight matmuls a generate call cannot avoid, in one jitted
     program: the prompt's (q, k, v, o, gate, up, down per layer over every
     prompt token, the unembedding at its last position), then one decoded
@@ -114,6 +134,11 @@ def _bound_runner():
                for s in ((d, d), (d, kv), (d, kv), (d, d), (d, f), (d, f), (f, d))]
               for _ in range(FLAGS.layers)]
     head = jax.random.normal(next(keys), (d, v)) * 0.02
+    rows = None
+    if mesh is not None:  # weights replicated, rows split over 'data'
+        from jax.sharding import NamedSharding, PartitionSpec
+        layers, head = jax.device_put((layers, head), NamedSharding(mesh, PartitionSpec()))
+        rows = NamedSharding(mesh, PartitionSpec("data"))
 
     def through_layers(h, layers):
         for wq, wk, wv, wo, wg, wu, wd in layers:
@@ -131,7 +156,8 @@ def _bound_runner():
         return jax.lax.fori_loop(0, FLAGS.new_tokens - 1, step, x)
 
     def run(prompts):
-        generate(jnp.ones((len(prompts), FLAGS.prompt_len, d)), layers, head).block_until_ready()
+        prompt = jax.device_put(jnp.ones((len(prompts), FLAGS.prompt_len, d)), rows)
+        generate(prompt, layers, head).block_until_ready()
         return len(prompts) * FLAGS.new_tokens
     return run
 
@@ -168,7 +194,20 @@ def _child_peak_rss_mb(engine: str, path: str, batch: int) -> tuple[float, float
     return peak, peak - base
 
 
+def _torch_threads() -> int:
+    import torch
+    return torch.get_num_threads()
+
+
 def main(_):
+    if FLAGS.host_devices < 1:
+        raise app.UsageError(f"--host_devices must be at least 1, got {FLAGS.host_devices}")
+    if FLAGS.host_devices > 1 and not FLAGS.engine:
+        # XLA reads the host device count when jax first loads, so before any import of it.
+        if "jax" in sys.modules:
+            raise RuntimeError("--host_devices needs to be set before jax is imported")
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_"
+                                   f"platform_device_count={FLAGS.host_devices}").strip()
     if FLAGS.quick:
         FLAGS.new_tokens, FLAGS.repeats, FLAGS.prompt_len = 32, 2, 32
     if FLAGS.engine:  # child: one engine, one batch, print peak RSS in MB
@@ -184,6 +223,7 @@ def main(_):
         print(base, _status_mb("VmHWM"))
         return
     results = []
+    n_dev = FLAGS.host_devices
     # The load before any engine runs: during the run the benchmark's own
     # threads (both engines use every core) count in the load average too.
     load_before = os.getloadavg()[0]
@@ -193,10 +233,18 @@ def main(_):
     with tempfile.TemporaryDirectory() as path:
         _make_checkpoint(path)
         runs = {"ours": _jax_runner(path), "torch": _torch_runner(path), "bound": _bound_runner()}
+        if n_dev > 1:
+            mesh = _data_mesh()
+            runs.update(ours_mesh=_jax_runner(path, mesh), bound_mesh=_bound_runner(mesh))
         print(f"model: Qwen2-shaped d={FLAGS.hidden} layers={FLAGS.layers} vocab={FLAGS.vocab}, "
-              f"prompt {FLAGS.prompt_len}, {FLAGS.new_tokens} new tokens, greedy")
+              f"prompt {FLAGS.prompt_len}, {FLAGS.new_tokens} new tokens, greedy; torch "
+              f"{_torch_threads()} intra-op threads; ours on 1 device"
+              + (f" and on {n_dev} host devices (x{n_dev}: the batch split over a data mesh)"
+                 if n_dev > 1 else ""))
+        mesh_head = (f" {f'ours x{n_dev}':>9} {f'x{n_dev}/torch':>8} {f'bound x{n_dev}':>9} "
+                     f"{f'x{n_dev}/bound':>8}" if n_dev > 1 else "")
         print(f"{'batch':>5} {'load':>5} {'ours tok/s':>11} {'torch tok/s':>12} {'ours/torch':>10} "
-              f"{'bound tok/s':>12} {'ours/bound':>10} {'ours peak/+work MB':>19} "
+              f"{'bound tok/s':>12} {'ours/bound':>10}{mesh_head} {'ours peak/+work MB':>19} "
               f"{'torch peak/+work MB':>20} {'work mem ratio':>14}")
         for batch in map(int, FLAGS.batch_sizes):
             prompts = _prompts(batch)
@@ -209,14 +257,21 @@ def main(_):
                        speed_ratio=a / b, bound_tok_s=bound, bound_ratio=a / bound,
                        ours_peak_rss_mb=ma, torch_peak_rss_mb=mb, ours_work_mb=wa,
                        torch_work_mb=wb, work_mem_ratio=wa / wb)
+            mesh_cols = ""
+            if n_dev > 1:
+                am, bm = rate["ours_mesh"], rate["bound_mesh"]
+                row.update(host_devices=n_dev, ours_mesh_tok_s=am, mesh_speed_ratio=am / b,
+                           bound_mesh_tok_s=bm, mesh_bound_ratio=am / bm)
+                mesh_cols = f" {am:>9.0f} {am / b:>7.2f}x {bm:>9.0f} {am / bm:>7.2f}x"
             results.append(row)
             print(f"{batch:>5} {load:>5.2f} {a:>11.0f} {b:>12.0f} {a / b:>9.2f}x {bound:>12.0f} "
-                  f"{a / bound:>9.2f}x {ma:>9.0f}/{wa:<9.0f} {mb:>10.0f}/{wb:<9.0f} "
+                  f"{a / bound:>9.2f}x{mesh_cols} {ma:>9.0f}/{wa:<9.0f} {mb:>10.0f}/{wb:<9.0f} "
                   f"{wa / wb:>13.2f}x")
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
             config = dict(hidden=FLAGS.hidden, layers=FLAGS.layers, vocab=FLAGS.vocab,
-                          prompt_len=FLAGS.prompt_len, new_tokens=FLAGS.new_tokens)
+                          prompt_len=FLAGS.prompt_len, new_tokens=FLAGS.new_tokens,
+                          host_devices=n_dev)
             json.dump(dict(load_average_before=load_before, config=config, results=results), f,
                       indent=2)
 

@@ -206,3 +206,27 @@ def test_batch_sizes_share_compiled_programs_through_buckets(model):
     assert second.tokens[:3] == first.tokens[:3]
     with pytest.raises(ValueError, match="state holds 5 rows"):
         sampler.generate([[1]] * 8, cfg, state=first.state)
+
+
+def test_batch_split_over_a_data_mesh_equals_full_recompute_and_continues(model):
+    # bench_sampler.py's x2 column: weights replicated over a 'data' mesh of
+    # host devices, the rows (and so the cache) split over it.
+    from models.sharding import MeshConfig, make_mesh, shard_state
+    mesh = make_mesh(MeshConfig(data=2, fsdp=1, tp=1), jax.devices()[:2])
+    graphdef, state = nnx.split(model)
+    on_mesh = Sampler(nnx.merge(graphdef, shard_state(state, mesh)), prompt_bucket=8,
+                      cache_bucket=16, new_tokens_bucket=8)
+    prompts = PROMPTS + [[12, 13]]  # four rows: two per device
+    cfg = SamplingConfig(temperature=0.0, max_new_tokens=7, check_every=3)
+    res = on_mesh.generate(prompts, cfg)
+    k = res.state.cache.k[0]  # layer 0's keys, [batch, kv_heads, head_dim, slots]
+    assert k.sharding.shard_shape(k.shape)[0] == k.shape[0] // 2  # the rows are split
+    for prompt, toks, lps in zip(prompts, res.tokens, res.logprobs):
+        want, want_lp = _greedy_reference(model, prompt, 7)
+        assert toks == want
+        np.testing.assert_allclose(lps, want_lp, atol=1e-4)
+    replies = [[20, 21], [22], [23, 24, 25], [26]]
+    second = on_mesh.generate(replies, cfg, state=res.state)
+    for i, prompt in enumerate(prompts):
+        want, _ = _greedy_reference(model, prompt + res.tokens[i] + replies[i], 7)
+        assert second.tokens[i] == want
