@@ -203,7 +203,15 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
     except (ValueError, TypeError, KeyError) as err:
         return [f"config.json no longer loads ({err})"]
     key_then = recorded_warm_start(directory)
-    key_now = key_in_scheme_of(key_then, cfg) if key_then else None
+    # An arm that never loads the extractor starts from the same actor
+    # whatever its warm start's extractor-only inputs are (the actor's SFT has
+    # its own samples and generator: warm_stage._train_actor), so they are
+    # compared at their neutral value.
+    keyed = cfg
+    if unread("warm_start.extractor_missteps", now):
+        keyed = dataclasses.replace(cfg, warm_start=dataclasses.replace(
+            cfg.warm_start, extractor_missteps=0.0))
+    key_now = key_in_scheme_of(key_then, keyed) if key_then else None
     warm = ([f"warm start: {key_then} -> {key_now}"]
             if key_then is not None and key_then != key_now else [])
     return warm + [f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(then))
@@ -215,8 +223,11 @@ def unread(key: str, flat: dict) -> bool:
     experience (the baseline) reads no experience.* setting but the mode, so
     retuning the experience pipeline leaves its runs valid; nor does an oracle
     arm (no bank, no extractor) read whether the pipeline is synchronous or
-    any experience.extractor_* setting."""
+    any experience.extractor_* setting; neither arm loads the extractor, so
+    neither reads its warm start's warm_start.extractor_missteps."""
     mode = flat.get("experience.mode")
+    if mode in ("none", "oracle") and key == "warm_start.extractor_missteps":
+        return True
     if mode == "oracle" and (key == "experience.sync" or key.startswith("experience.extractor_")):
         return True
     return mode == "none" and key.startswith("experience.") and key != "experience.mode"

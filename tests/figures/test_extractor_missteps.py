@@ -1,7 +1,10 @@
 """The extractor_missteps figure's per-run row, from hand-made metrics rows."""
 import math
+import os
 
 import pytest
+
+from experiments.figures import common
 
 
 def test_missteps_row_reads_rejections_by_kind_and_answers_at_cap():
@@ -21,3 +24,24 @@ def test_missteps_row_reads_rejections_by_kind_and_answers_at_cap():
     old = missteps_row([{k: v for k, v in rows[1].items()
                          if not k.startswith(("manager/rejected_", "extractor/answers"))}])
     assert old["kinds"] == "n/a" and math.isnan(old["at cap"])
+
+
+def test_extractor_missteps_leave_the_runs_without_an_extractor_current(tmp_path):
+    """alfworld_cpu's extractor warm start shows missteps (0.5) since runs
+    were made without them: the baseline and oracle arms never load the
+    extractor and start from the same actor, so their records stay current;
+    a Comp. RL record is stale on the key and on the setting."""
+    from crl_jax.training.config_io import apply_overrides, save_config_json
+    from crl_jax.training.warm_cache import record_warm_start, warm_start_key
+    for mode in ("none", "oracle", "comp_rl"):
+        arm = common.Arm("x", "alfworld_cpu", (f"experience.mode={mode}",), 0)
+        assert common.arm_config(arm).warm_start.extractor_missteps == 0.5
+        out = common.run_dir(arm, str(tmp_path))
+        os.makedirs(out)
+        old = apply_overrides(common.arm_config(arm), ["warm_start.extractor_missteps=0"])
+        save_config_json(old, os.path.join(out, "config.json"))
+        record_warm_start(out, warm_start_key(old))
+        want = [] if mode != "comp_rl" else [
+            f"warm start: {warm_start_key(old)} -> {warm_start_key(common.arm_config(arm))}",
+            "warm_start.extractor_missteps: 0.0 -> 0.5"]
+        assert common.stale_settings(arm, out) == want
