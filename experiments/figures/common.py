@@ -203,15 +203,16 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
     except (ValueError, TypeError, KeyError) as err:
         return [f"config.json no longer loads ({err})"]
     key_then = recorded_warm_start(directory)
-    # An arm that never loads the extractor starts from the same actor
-    # whatever its warm start's extractor-only inputs are (the actor's SFT has
-    # its own samples and generator: warm_stage._train_actor), so they are
-    # compared at their neutral value.
-    keyed = cfg
-    if unread("warm_start.extractor_missteps", now):
-        keyed = dataclasses.replace(cfg, warm_start=dataclasses.replace(
+    key_now = key_in_scheme_of(key_then, cfg) if key_then else None
+    if key_then and key_then != key_now and unread("warm_start.extractor_missteps", now):
+        # An arm that never loads the extractor starts from the same actor
+        # whatever its warm start's extractor-only inputs are (the actor's SFT
+        # has its own samples and generator: warm_stage._train_actor), so a
+        # record from the key without them is as current.
+        neutral = dataclasses.replace(cfg, warm_start=dataclasses.replace(
             cfg.warm_start, extractor_missteps=0.0))
-    key_now = key_in_scheme_of(key_then, keyed) if key_then else None
+        if key_in_scheme_of(key_then, neutral) == key_then:
+            key_now = key_then
     warm = ([f"warm start: {key_then} -> {key_now}"]
             if key_then is not None and key_then != key_now else [])
     return warm + [f"{k}: {then.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(then))

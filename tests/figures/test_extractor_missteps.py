@@ -45,3 +45,7 @@ def test_extractor_missteps_leave_the_runs_without_an_extractor_current(tmp_path
             f"warm start: {warm_start_key(old)} -> {warm_start_key(common.arm_config(arm))}",
             "warm_start.extractor_missteps: 0.0 -> 0.5"]
         assert common.stale_settings(arm, out) == want
+        # a run made with today's settings is current in every mode
+        save_config_json(common.arm_config(arm), os.path.join(out, "config.json"))
+        record_warm_start(out, warm_start_key(common.arm_config(arm)))
+        assert common.stale_settings(arm, out) == []
