@@ -15,11 +15,12 @@ as the sampler's are: the prompt's tokens once, then --new_tokens decode
 steps in a loop; what a decoder could reach if everything but its matmuls
 (attention over the cache included) were free.
 
-With --host_devices=N > 1 (default: one per core) our sampler and the bound
-also run with the batch split over a 'data' mesh of N XLA host devices, the
-weights replicated (columns "x N"): on one device XLA's CPU runtime runs a
-step's operations one after another; with one device per core each core runs
-its rows' whole step, as torch's intra-op threads use every core too.
+With --host_devices=N > 1 (default: one per core, cut to divide every batch
+size) our sampler and the bound also run with the batch split over a 'data'
+mesh of N XLA host devices, the weights replicated (columns "x N"): on one
+device XLA's CPU runtime runs a step's operations one after another; with one
+device per core each core runs its rows' whole step, as torch's intra-op
+threads use every core too.
 
 Peak memory is the peak resident set size of a child process that runs one
 engine alone (--engine=jax|torch), since both engines share the host
@@ -29,6 +30,7 @@ footprint after imports (the model + cache + work).
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -45,9 +47,10 @@ flags.DEFINE_integer("hidden", 256, "model width")
 flags.DEFINE_integer("layers", 4, "decoder layers")
 flags.DEFINE_integer("vocab", 2048, "vocabulary size")
 flags.DEFINE_integer("repeats", 3, "timed repeats (median reported)")
-flags.DEFINE_integer("host_devices", len(os.sched_getaffinity(0)),
+flags.DEFINE_integer("host_devices", None,
                      "also run our sampler (and the bound) with the batch split over this many "
-                     "XLA host devices, one per core (a 'data' mesh); 1: one device only")
+                     "XLA host devices (a 'data' mesh); 1: one device only; default: one per "
+                     "core, at most the largest count that divides every batch size")
 flags.DEFINE_bool("quick", False, "small run that finishes in under a minute")
 flags.DEFINE_string("json", None, "write results as JSON to this path")
 flags.DEFINE_enum("engine", None, ["jax", "torch"], "internal: run one engine for peak memory")
@@ -199,9 +202,21 @@ def _torch_threads() -> int:
     return torch.get_num_threads()
 
 
+def _host_devices() -> int:
+    """--host_devices, checked; by default one per core, cut to a count that
+    divides every batch size (each device holds whole rows)."""
+    batches = [int(b) for b in FLAGS.batch_sizes]
+    n = FLAGS.host_devices
+    if n is None:
+        n = math.gcd(len(os.sched_getaffinity(0)), *batches)
+    if n < 1 or any(b % n for b in batches):
+        raise app.UsageError(f"--host_devices={n} must be at least 1 and divide every batch size "
+                             f"({', '.join(map(str, batches))})")
+    return n
+
+
 def main(_):
-    if FLAGS.host_devices < 1:
-        raise app.UsageError(f"--host_devices must be at least 1, got {FLAGS.host_devices}")
+    FLAGS.host_devices = _host_devices()
     if FLAGS.host_devices > 1 and not FLAGS.engine:
         # XLA reads the host device count when jax first loads, so before any import of it.
         if "jax" in sys.modules:

@@ -183,6 +183,12 @@ def arm_config(arm: Arm):
                            [*arm.overrides, f"train.seed={int(arm.seed)}"])
 
 
+# The warm-start setting only the extractor's SFT reads (the actor's has its
+# own samples and generator: warm_stage._train_actor), and its value before it
+# existed: arms without an extractor do not read it.
+EXTRACTOR_ONLY_WARM_START, EXTRACTOR_ONLY_NEUTRAL = "extractor_missteps", 0.0
+
+
 def stale_settings(arm: Arm, directory: str) -> list[str]:
     """The settings on which the run in ``directory`` (its config.json and its
     warm-start record) differs from what the arm resolves to today, as "key:
@@ -204,13 +210,12 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
         return [f"config.json no longer loads ({err})"]
     key_then = recorded_warm_start(directory)
     key_now = key_in_scheme_of(key_then, cfg) if key_then else None
-    if key_then and key_then != key_now and unread("warm_start.extractor_missteps", now):
-        # An arm that never loads the extractor starts from the same actor
-        # whatever its warm start's extractor-only inputs are (the actor's SFT
-        # has its own samples and generator: warm_stage._train_actor), so a
-        # record from the key without them is as current.
+    extractor_only = f"warm_start.{EXTRACTOR_ONLY_WARM_START}"
+    if key_then and key_then != key_now and unread(extractor_only, now):
+        # An arm without an extractor starts from the same actor whatever the
+        # extractor-only inputs are: a record from the key without them is as current.
         neutral = dataclasses.replace(cfg, warm_start=dataclasses.replace(
-            cfg.warm_start, extractor_missteps=0.0))
+            cfg.warm_start, **{EXTRACTOR_ONLY_WARM_START: EXTRACTOR_ONLY_NEUTRAL}))
         if key_in_scheme_of(key_then, neutral) == key_then:
             key_now = key_then
     warm = ([f"warm start: {key_then} -> {key_now}"]
@@ -227,7 +232,7 @@ def unread(key: str, flat: dict) -> bool:
     any experience.extractor_* setting; neither arm loads the extractor, so
     neither reads its warm start's warm_start.extractor_missteps."""
     mode = flat.get("experience.mode")
-    if mode in ("none", "oracle") and key == "warm_start.extractor_missteps":
+    if mode in ("none", "oracle") and key == f"warm_start.{EXTRACTOR_ONLY_WARM_START}":
         return True
     if mode == "oracle" and (key == "experience.sync" or key.startswith("experience.extractor_")):
         return True

@@ -4,6 +4,7 @@ answers were malformed, how large the bank grew. The numbers behind the
 "why" part of docs/RESULTS_READING.md.
 
     python experiments/figures/run_stats.py --preset=minihack_room_cpu
+    python experiments/figures/run_stats.py --same RUN_A RUN_B   # do two runs repeat?
 """
 from __future__ import annotations
 
@@ -82,6 +83,24 @@ def describe(directory: str, preset: str) -> dict:
             **run_summary(rows)}
 
 
+def repeat_check(rows_a: Sequence[Mapping], rows_b: Sequence[Mapping]) -> dict:
+    """Whether two runs' metrics agree step by step, the wall clock aside
+    (crl_jax.training.metrics.is_clock_metric): the metrics both hold and
+    how many of them are equal at every step, the differing ones, and the
+    metrics only one run holds (counters added between them)."""
+    from crl_jax.training.metrics import is_clock_metric
+    by_step = [{int(r["step"]): r for r in rows} for rows in (rows_a, rows_b)]
+    keys = [{k for r in rows for k in r if k != "step" and not is_clock_metric(k)}
+            for rows in (rows_a, rows_b)]
+    shared = keys[0] & keys[1]
+    steps = set(by_step[0]) | set(by_step[1])
+    differing = sorted({k for k in shared for step in steps
+                        if by_step[0].get(step, {}).get(k) != by_step[1].get(step, {}).get(k)})
+    return {"steps": (len(by_step[0]), len(by_step[1])), "compared": len(shared),
+            "equal": len(shared) - len(differing), "differing": differing,
+            "only_a": sorted(keys[0] - keys[1]), "only_b": sorted(keys[1] - keys[0])}
+
+
 def format_table(records: Sequence[dict]) -> str:
     def cell(v):
         return f"{v:.3f}" if isinstance(v, float) else str(v)
@@ -92,12 +111,36 @@ def format_table(records: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+def _metrics_path(run: str, root: str) -> str:
+    """A metrics.jsonl given as itself, as its run directory, or as a run name under ``root``."""
+    if os.path.isfile(run):
+        return run
+    path = os.path.join(run if os.path.isdir(run) else os.path.join(root, run), common.METRICS)
+    if not os.path.exists(path):
+        raise SystemExit(f"no metrics at {path}")
+    return path
+
+
 def main(argv=None):
     import argparse
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=common.DEFAULT_ROOT)
-    parser.add_argument("--preset", required=True)
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--preset", help="the table of this preset's runs under --root")
+    what.add_argument("--same", nargs=2, metavar="RUN",
+                      help="two runs (directories, names under --root, or metrics.jsonl "
+                           "files): do their metrics "
+                           "agree at every step, the wall clock aside?")
     args = parser.parse_args(argv)
+    if args.same:
+        rows = [common.read_rows(_metrics_path(d, args.root)) for d in args.same]
+        check = repeat_check(*rows)
+        print(f"steps {check['steps'][0]} / {check['steps'][1]}; of {check['compared']} metrics "
+              f"both runs hold (wall clock aside), {check['equal']} are equal at every step; "
+              f"differing: {', '.join(check['differing']) or 'none'}; only in the first: "
+              f"{', '.join(check['only_a']) or 'none'}; only in the second: "
+              f"{', '.join(check['only_b']) or 'none'}")
+        return
     dirs = run_dirs(args.root, args.preset)
     if not dirs:
         raise SystemExit(f"no runs of {args.preset} under {args.root}")

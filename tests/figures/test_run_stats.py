@@ -58,3 +58,25 @@ def test_table_over_run_directories_names_the_ablation_settings(tmp_path):
     assert table.splitlines()[2].startswith(f"| {os.path.basename(out)} | 2 | comp_rl |")
     with pytest.raises(SystemExit, match="no runs of webshop_cpu"):
         run_stats.main(["--root", root, "--preset", "webshop_cpu"])
+
+
+def test_repeat_check_compares_every_step_but_the_wall_clock(tmp_path):
+    a = [{"step": 0, "time": 1.0, "eval_no_exp/success": 0.25},
+         {"step": 1, "time/rollout": 3.0, "train/success": 0.5, "bank/size": 4,
+          "rollout/tokens_per_s": 900.0}]
+    b = [{"step": 0, "time": 7.0, "eval_no_exp/success": 0.25},
+         {"step": 1, "time/rollout": 5.0, "train/success": 0.5, "bank/size": 5,
+          "rollout/tokens_per_s": 100.0, "manager/rejected_no_json": 2}]
+    check = run_stats.repeat_check(a, b)
+    assert check == {"steps": (2, 2), "compared": 3, "equal": 2, "differing": ["bank/size"],
+                     "only_a": [], "only_b": ["manager/rejected_no_json"]}
+    # a metric only one run holds is listed, not compared
+    assert run_stats.repeat_check(a, b[:1])["only_a"] == ["bank/size", "train/success"]
+    # a step only one run has differs in every shared metric it holds
+    assert run_stats.repeat_check(a + [{"step": 2, "eval_no_exp/success": 0.5}], a)[
+        "differing"] == ["eval_no_exp/success"]
+    # the command reads metrics.jsonl files, run directories or run names
+    for name, rows in (("one", a), ("two", b)):
+        os.makedirs(tmp_path / name)
+        (tmp_path / name / common.METRICS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_stats.main(["--root", str(tmp_path), "--same", "one", str(tmp_path / "two" / common.METRICS)])
