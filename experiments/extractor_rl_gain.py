@@ -1,0 +1,148 @@
+"""What the extractor's RL changed, measured on the same inputs: the
+warm-started extractor a run began from against the extractor of one of its
+checkpoints (default: the latest), both answering greedily
+
+- the pool games' latest won trajectories held at that checkpoint (the
+  inputs of the run's own ``extractor/pool_*`` metrics, whose values at
+  different evaluations score different trajectories, so their change over
+  a run mixes what the extractor learned with what the actor now plays);
+- won expert games of held-out tasks (as experiments/extractor_quality.py).
+
+    python experiments/extractor_rl_gain.py --runs=experiments/figures/runs/alfworld_cpu-s0-f8d7bb7099[,...]
+
+A run needs its checkpoints (they stay on the machine that made it: figure
+records commit only metrics and config) and its warm start in the cache its
+config names; the run is rebuilt from its config.json in a scratch
+directory, nothing is written into it. One line per run and input set, and
+--json_out for the numbers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+flags.DEFINE_list("runs", [], "run directories (each with config.json, warm_start.json and "
+                  "checkpoints/)")
+flags.DEFINE_integer("step", 0, "checkpoint step to compare (0: each run's latest)")
+flags.DEFINE_integer("games", 48, "held-out tasks the expert plays per environment")
+flags.DEFINE_string("json_out", "", "also write the numbers as JSON here")
+FLAGS = flags.FLAGS
+
+KEYS = ("games", "parsed", "exact", "step_f1", "malformed")
+
+
+def check_run_dir(path: str) -> str | None:
+    """Why ``path`` cannot be compared, or None."""
+    for need in ("config.json", "warm_start.json", "checkpoints"):
+        if not os.path.exists(os.path.join(path, need)):
+            return f"{path} has no {need}: not a run directory with checkpoints"
+    with open(os.path.join(path, "warm_start.json")) as f:
+        key = json.load(f).get("key")
+    from crl_jax.training.config import RunConfig
+    from crl_jax.training.config_io import load_config_json
+    cfg = load_config_json(RunConfig, os.path.join(path, "config.json"))
+    if cfg.experience.mode == "none":
+        return f"{path} ran without experience: it has no extractor"
+    if not cfg.train.task_pool:
+        return f"{path} has no fixed RL pool: no pool trajectories to compare on"
+    from crl_jax.training.warm_cache import WarmStartCache
+    if not key or not cfg.warm_start.cache_dir or not WarmStartCache(cfg.warm_start.cache_dir,
+                                                                     key).has("extractor"):
+        return (f"{path}: its warm start ({key}) has no extractor in {cfg.warm_start.cache_dir!r}; "
+                f"the comparison needs the very warm start the run began from")
+    return None
+
+
+def _held_out_scores(run, games: int) -> dict:
+    from crl_jax.diagnostics.entry_quality import entry_quality
+    from crl_jax.training.warmstart import collect_demos
+    from models.sampling_ops import strip_stop_tokens
+
+    tok, sampler, sampling = run.ext_tokenizer, run.agent.sampler, run.agent.sampling
+    greedy = dataclasses.replace(sampling, temperature=0.0)
+
+    def answer(texts):
+        out = []
+        for i in range(0, len(texts), 16):
+            res = sampler.generate([tok.encode(t) for t in texts[i:i + 16]], greedy, rng=i)
+            out += [tok.decode(strip_stop_tokens(t, greedy)) for t in res.tokens]
+        return out
+
+    demos = [d for src in run.eval_sources
+             for d in collect_demos(src.env_name, src.make, src.tasks[:games],
+                                    run.cfg.rollout.max_turns * 2, src.expert)]
+    return entry_quality(demos, answer).as_dict()
+
+
+def _pool_scores(run) -> dict:
+    out = run.entry_tracker.extractor_metrics(run.agent)  # no won pool game yet: nan
+    nan = float("nan")
+    return {"games": int(out["extractor/pool_games"]),
+            **{k: out.get(f"extractor/pool_{k}", nan) for k in ("parsed", "exact", "step_f1")}}
+
+
+def compare(path: str, step: int, games: int) -> dict:
+    """{"pool": {"warm": scores, "rl": scores}, "held_out": ..., "step": s}."""
+    from crl_jax.training.checkpointing import RunCheckpointer
+    from crl_jax.training.components import build_run
+    from crl_jax.training.config import RunConfig
+    from crl_jax.training.config_io import load_config_json
+
+    cfg = load_config_json(RunConfig, os.path.join(path, "config.json"))
+    run = build_run(cfg, tempfile.mkdtemp(prefix="extractor_rl_gain_"))
+    try:
+        warm = run.extractor.params
+        ckpt = RunCheckpointer(os.path.join(path, "checkpoints"), keep=1000, async_save=False)
+        try:
+            restored = ckpt.restore(step or None, targets={"extractor_params": warm})
+        finally:
+            ckpt.close()
+        run.entry_tracker.load_state_dict(restored.host_state["entry_tracker"])
+        result = {"step": int(restored.step)}
+        for name, params in (("warm", warm), ("rl", restored.trees["extractor_params"])):
+            run.extractor.params = params
+            run.agent.sampler.update_params(run.extractor.model)
+            result.setdefault("pool", {})[name] = _pool_scores(run)
+            result.setdefault("held_out", {})[name] = _held_out_scores(run, games)
+        return result
+    finally:
+        run.close()
+
+
+def format_line(name: str, inputs: str, scores: dict) -> str:
+    w, r = scores["warm"], scores["rl"]
+    return (f"{name} {inputs} ({w['games']} games): step F1 {w['step_f1']:.3f} -> "
+            f"{r['step_f1']:.3f} ({r['step_f1'] - w['step_f1']:+.3f}), exact {w['exact']:.3f} -> "
+            f"{r['exact']:.3f}, an add {w['parsed']:.3f} -> {r['parsed']:.3f}")
+
+
+def main(argv) -> int:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]}")
+    if not FLAGS.runs:
+        raise app.UsageError("--runs names no run directory")
+    problems = [p for p in map(check_run_dir, FLAGS.runs) if p]
+    if problems:
+        raise app.UsageError("\n".join(problems))
+    report = {}
+    for path in FLAGS.runs:
+        name = os.path.basename(os.path.normpath(path))
+        report[name] = r = compare(path, FLAGS.step, FLAGS.games)
+        print(f"{name}: warm start against its extractor at step {r['step']}")
+        for inputs in ("pool", "held_out"):
+            print("  " + format_line(name, inputs, r[inputs]))
+    if FLAGS.json_out:
+        with open(FLAGS.json_out, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    app.run(main)
