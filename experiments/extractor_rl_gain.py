@@ -13,8 +13,9 @@ checkpoints (default: the latest), both answering greedily
 A run needs its checkpoints (they stay on the machine that made it: figure
 records commit only metrics and config) and its warm start in the cache its
 config names; the run is rebuilt from its config.json in a scratch
-directory, nothing is written into it. One line per run and input set, and
---json_out for the numbers.
+directory. One line per run and input set; each run's numbers are written
+into its directory as extractor_rl_gain.json (--norecord: not), which the
+figure runs commit with their metrics and the entry_quality figure draws.
 """
 from __future__ import annotations
 
@@ -28,11 +29,16 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from experiments.figures.common import RL_GAIN  # noqa: E402
+
 flags.DEFINE_list("runs", [], "run directories (each with config.json, warm_start.json and "
                   "checkpoints/)")
 flags.DEFINE_integer("step", 0, "checkpoint step to compare (0: each run's latest)")
 flags.DEFINE_integer("games", 48, "held-out tasks the expert plays per environment")
-flags.DEFINE_string("json_out", "", "also write the numbers as JSON here")
+flags.DEFINE_string("json_out", "", "also write the numbers of every run as JSON here")
+flags.DEFINE_bool("record", True, "write each run's result into its directory as "
+                  "extractor_rl_gain.json (committed with a figure run's record, drawn by the "
+                  "entry_quality figure)")
 FLAGS = flags.FLAGS
 
 KEYS = ("games", "parsed", "exact", "step_f1", "malformed")
@@ -135,6 +141,9 @@ def main(argv) -> int:
     for path in FLAGS.runs:
         name = os.path.basename(os.path.normpath(path))
         report[name] = r = compare(path, FLAGS.step, FLAGS.games)
+        if FLAGS.record:
+            with open(os.path.join(path, RL_GAIN), "w") as f:
+                json.dump({**r, "games_asked": FLAGS.games}, f, indent=1)
         print(f"{name}: warm start against its extractor at step {r['step']}")
         for inputs in ("pool", "held_out"):
             print("  " + format_line(name, inputs, r[inputs]))

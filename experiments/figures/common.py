@@ -29,6 +29,11 @@ DEFAULT_OUT = os.path.join(FIGURES_DIR, "out")
 DEFAULT_ROOT = os.path.join(FIGURES_DIR, "runs")  # the full budget's; records committed (publish.py)
 BUDGETS = ("quick", "full")
 METRICS = "metrics.jsonl"
+# experiments/extractor_rl_gain.py's result for a run (the warm-started
+# extractor against the run's last checkpoint, on the same inputs): measured
+# from checkpoints, which stay local, so it is kept beside the metrics as
+# part of the run's committed record.
+RL_GAIN = "extractor_rl_gain.json"
 
 
 def check_budget(budget: str) -> str:

@@ -13,7 +13,11 @@ of the entry they read against their own game's plan (what retrieval brings
 the actor). The table gives each seed's CISPO updates, the pool F1 at the
 first and last evaluation and its rise (issue 24's bar: +0.1, and more than
 Static Online's), its exact-plan share, and the read entries' F1 over the
-first and last 5 steps.
+first and last 5 steps. The pool F1 of different evaluations scores
+different trajectories (each game's latest won one); where the run's record
+holds experiments/extractor_rl_gain.py's result, the table also gives the
+warm-started and the trained extractor on the same inputs, which isolates
+what the extractor's RL changed.
 
     python experiments/figures/reproduce.py --budget=full --only=entry_quality --jobs=2
 
@@ -21,6 +25,7 @@ Full budget only (the quick budget's hour has no room for its runs).
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -68,11 +73,25 @@ def arms_for(preset: str, budget: str):
     return [] if budget == "quick" else variant_arms(preset, budget, VARIANTS)
 
 
+def paired_cells(directory: str) -> list[str]:
+    """The run's extractor_rl_gain.json (experiments/extractor_rl_gain.py)
+    as two cells, pool and held-out step F1 "warm -> trained"; "-" when it
+    was not measured."""
+    path = os.path.join(directory, common.RL_GAIN)
+    if not os.path.exists(path):
+        return ["-", "-"]
+    with open(path) as f:
+        gain = json.load(f)
+    return [f"{fmt(gain[k]['warm']['step_f1'])} -> {fmt(gain[k]['rl']['step_f1'])} "
+            f"({gain[k]['rl']['games']})" for k in ("pool", "held_out")]
+
+
 def make(root: str, budget: str, out_dir: str) -> list[dict]:
     if budget == "quick":
         return []
     panels, rows, notes = [], [], []
     for preset, title in PRESETS:
+        dirs = {(a.label, a.seed): common.run_dir(a, root) for a in arms_for(preset, budget)}
         runs, missing = common.load_runs(arms_for(preset, budget), root)
         notes += [f"{title}: {m}" for m in missing]
         pool, read = {}, {}
@@ -90,7 +109,8 @@ def make(root: str, budget: str, out_dir: str) -> list[dict]:
                 q = quality_row(got[seed])
                 rows.append([title, v.label, str(seed), str(q["updates"]), fmt(q["f1 first"]),
                              fmt(q["f1 last"]), fmt(q["rise"]), fmt(q["exact first"]),
-                             fmt(q["exact last"]), fmt(q["read first 5"]), fmt(q["read last 5"])])
+                             fmt(q["exact last"]), fmt(q["read first 5"]), fmt(q["read last 5"]),
+                             *paired_cells(dirs[(v.label, seed)])])
         panels += [{"title": f"{title}: pool step F1 (greedy entry vs true plan)",
                     "ylabel": "step F1", "series": pool},
                    {"title": f"{title}: step F1 of the entries guided episodes read",
@@ -104,10 +124,14 @@ def make(root: str, budget: str, out_dir: str) -> list[dict]:
                         "against their true plans (plan-step F1, share exactly right), at the "
                         "first and last evaluation; read F1: step F1 of the entries guided "
                         "training episodes read against their own game's plan, mean over the "
-                        "first and last 5 steps.",
+                        "first and last 5 steps; same inputs, warm -> trained: the warm-started "
+                        "extractor and the run's last checkpoint on the checkpoint's pool "
+                        "trajectories and on won expert games of held-out tasks (games in "
+                        "brackets; `python experiments/extractor_rl_gain.py --runs=RUN_DIR`, "
+                        "'-': not measured).",
              "columns": ["preset", "arm", "seed", "updates", "pool F1 first", "pool F1 last",
                          "rise", "exact first", "exact last", "read F1 first 5",
-                         "read F1 last 5"],
+                         "read F1 last 5", "same inputs: pool F1", "same inputs: held-out F1"],
              "rows": rows}
     return [report("entry_quality", "The extractor's entries through RL (Comp. RL against a "
                    "fixed extractor)", out_dir, [table], notes, {}, arms(budget), root)]

@@ -36,6 +36,11 @@ def test_quality_row_takes_first_and_last_evaluation_and_read_means():
     assert bare["updates"] == 0 and math.isnan(bare["rise"]) and bare["read last 5"] == 0.5
 
 
+def gained_title(arm):
+    from experiments.figures import entry_quality
+    return dict(entry_quality.PRESETS)[arm.preset]
+
+
 def test_entry_quality_draws_both_presets_from_their_own_runs(tmp_path):
     from experiments.figures import entry_quality
     root, out = tmp_path / "runs", tmp_path / "out"
@@ -52,6 +57,12 @@ def test_entry_quality_draws_both_presets_from_their_own_runs(tmp_path):
         rows = _rows(f1s, [0.1 * a.seed] * steps, updates=1 if comp else 0)
         with open(os.path.join(common.run_dir(a, str(root)), common.METRICS), "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
+    # one run measured by experiments/extractor_rl_gain.py
+    gained = next(a for a in arms if a.label == entry_quality.COMP and a.seed == 0)
+    gain = {"step": 20, "pool": {"warm": {"step_f1": 0.5, "games": 12},
+                                 "rl": {"step_f1": 0.625, "games": 12}},
+            "held_out": {"warm": {"step_f1": 0.8, "games": 30}, "rl": {"step_f1": 0.75, "games": 30}}}
+    common.save_json(os.path.join(common.run_dir(gained, str(root)), common.RL_GAIN), gain)
     [rep] = entry_quality.make(str(root), "full", str(out))
     assert (out / "entry_quality.png").stat().st_size > 1000
     table = rep["tables"][0]
@@ -60,6 +71,9 @@ def test_entry_quality_draws_both_presets_from_their_own_runs(tmp_path):
     assert by[("ALFWorld", entry_quality.COMP, "1")][6] == "0.20"  # the rise
     assert by[("MiniHack Room", entry_quality.COMP, "1")][6] == "0.00"
     assert by[("ALFWorld", entry_quality.STATIC, "2")][3] == "0"  # a fixed extractor
+    assert by[(gained_title(gained), entry_quality.COMP, "0")][-2:] == ["0.50 -> 0.62 (12)",
+                                                                       "0.80 -> 0.75 (30)"]
+    assert by[("ALFWorld", entry_quality.COMP, "1")][-2:] == ["-", "-"]  # not measured
     drawn = json.loads((out / "entry_quality.json").read_text())
     titles = [p["title"] for p in drawn["panels"]]
     assert titles[0].startswith("ALFWorld: pool") and titles[2].startswith("MiniHack Room: pool")
