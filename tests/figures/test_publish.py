@@ -152,6 +152,7 @@ def test_full_run_records_are_committed_and_their_heavy_files_are_not():
     run = "experiments/figures/runs/alfworld_cpu-s0-0123456789"
     paths = {f"{run}/metrics.jsonl": False, f"{run}/config.json": False,
              f"{run}/warm_start.json": False, f"{run}.arm.json": False,
+             f"{run}/extractor_rl_gain.json": False,
              f"{run}/checkpoints/10/state": True, f"{run}/run.log": True,
              f"{run}/tokenizer/tokenizer.json": True,
              "experiments/figures/runs/warm_start_cache/k/actor.npz": True,
