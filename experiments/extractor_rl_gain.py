@@ -31,17 +31,20 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from experiments.figures.common import RL_GAIN  # noqa: E402
 
-flags.DEFINE_list("runs", [], "run directories (each with config.json, warm_start.json and "
-                  "checkpoints/)")
-flags.DEFINE_integer("step", 0, "checkpoint step to compare (0: each run's latest)")
-flags.DEFINE_integer("games", 48, "held-out tasks the expert plays per environment")
-flags.DEFINE_string("json_out", "", "also write the numbers of every run as JSON here")
-flags.DEFINE_bool("record", True, "write each run's result into its directory as "
-                  "extractor_rl_gain.json (committed with a figure run's record, drawn by the "
-                  "entry_quality figure)")
 FLAGS = flags.FLAGS
 
-KEYS = ("games", "parsed", "exact", "step_f1", "malformed")
+
+def define_flags() -> None:
+    """The command line, defined when run as a script only: the tests import
+    this module beside the figure scripts, whose flags share its names."""
+    flags.DEFINE_list("runs", [], "run directories (each with config.json, warm_start.json and "
+                      "checkpoints/)")
+    flags.DEFINE_integer("step", 0, "checkpoint step to compare (0: each run's latest)")
+    flags.DEFINE_integer("games", 48, "held-out tasks the expert plays per environment")
+    flags.DEFINE_string("json_out", "", "also write the numbers of every run as JSON here")
+    flags.DEFINE_bool("record", True, "write each run's result into its directory as "
+                      "extractor_rl_gain.json (committed with a figure run's record, drawn by the "
+                      "entry_quality figure)")
 
 
 def check_run_dir(path: str) -> str | None:
@@ -154,4 +157,5 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -18,6 +20,17 @@ from crl_jax.training.metrics import read_metrics
 from crl_jax.training.run_dir import prepare_run_dir
 from tests.trainer import sync_driver
 from tests.trainer.test_runs import _config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_the_script_names_a_directory_it_cannot_compare_and_shares_no_flag_at_import(tmp_path):
+    import experiments.figures.reproduce  # noqa: F401  (defines --runs too)
+    import experiments.extractor_rl_gain  # noqa: F401  (defines its flags only as a script)
+    script = os.path.join(ROOT, "experiments", "extractor_rl_gain.py")
+    proc = subprocess.run([sys.executable, script, f"--runs={tmp_path}"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode != 0 and "has no config.json" in proc.stderr
 
 
 def test_run_dirs_that_cannot_be_compared_are_named(tmp_path):
