@@ -15,7 +15,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from experiments.warm_start_probe import built_run, parse, write_report  # noqa: E402
+from experiments.warm_start_probe import (built_run, extractor_answers, parse,  # noqa: E402
+                                          write_report)
 
 
 def _needs_extractor(cfg) -> str | None:
@@ -26,19 +27,11 @@ def main(argv=None) -> int:
     command = parse(__doc__, argv)
     from crl_jax.diagnostics.entry_quality import entry_quality
     from crl_jax.training.warmstart import collect_demos
-    from models.sampling_ops import strip_stop_tokens
 
     with built_run(command.cfg, "extractor_quality_", _needs_extractor) as run:
-        tok, sampler = run.ext_tokenizer, run.agent.sampler
         sampling = dataclasses.replace(run.agent.sampling, temperature=command.temperature,
                                        max_new_tokens=command.max_new_tokens)
-
-        def answer(texts):
-            out = []
-            for i in range(0, len(texts), 16):
-                res = sampler.generate([tok.encode(t) for t in texts[i:i + 16]], sampling, rng=i)
-                out += [tok.decode(strip_stop_tokens(t, sampling)) for t in res.tokens]
-            return out
+        answer = extractor_answers(run, sampling)
 
         report = {}
         for src in run.eval_sources:

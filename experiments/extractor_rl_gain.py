@@ -30,6 +30,7 @@ from absl import app, flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from experiments.figures.common import RL_GAIN  # noqa: E402
+from experiments.warm_start_probe import extractor_answers  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -69,25 +70,18 @@ def check_run_dir(path: str) -> str | None:
     return None
 
 
-def _held_out_scores(run, games: int) -> dict:
-    from crl_jax.diagnostics.entry_quality import entry_quality
+def _held_out_demos(run, games: int) -> list:
+    """Expert games of the run's held-out tasks, played once for both extractors."""
     from crl_jax.training.warmstart import collect_demos
-    from models.sampling_ops import strip_stop_tokens
+    return [d for src in run.eval_sources
+            for d in collect_demos(src.env_name, src.make, src.tasks[:games],
+                                   run.cfg.rollout.max_turns * 2, src.expert)]
 
-    tok, sampler, sampling = run.ext_tokenizer, run.agent.sampler, run.agent.sampling
-    greedy = dataclasses.replace(sampling, temperature=0.0)
 
-    def answer(texts):
-        out = []
-        for i in range(0, len(texts), 16):
-            res = sampler.generate([tok.encode(t) for t in texts[i:i + 16]], greedy, rng=i)
-            out += [tok.decode(strip_stop_tokens(t, greedy)) for t in res.tokens]
-        return out
-
-    demos = [d for src in run.eval_sources
-             for d in collect_demos(src.env_name, src.make, src.tasks[:games],
-                                    run.cfg.rollout.max_turns * 2, src.expert)]
-    return entry_quality(demos, answer).as_dict()
+def _held_out_scores(run, demos: list) -> dict:
+    from crl_jax.diagnostics.entry_quality import entry_quality
+    greedy = dataclasses.replace(run.agent.sampling, temperature=0.0)
+    return entry_quality(demos, extractor_answers(run, greedy)).as_dict()
 
 
 def _pool_scores(run) -> dict:
@@ -114,12 +108,12 @@ def compare(path: str, step: int, games: int) -> dict:
         finally:
             ckpt.close()
         run.entry_tracker.load_state_dict(restored.host_state["entry_tracker"])
-        result = {"step": int(restored.step)}
+        result, demos = {"step": int(restored.step)}, _held_out_demos(run, games)
         for name, params in (("warm", warm), ("rl", restored.trees["extractor_params"])):
             run.extractor.params = params
             run.agent.sampler.update_params(run.extractor.model)
             result.setdefault("pool", {})[name] = _pool_scores(run)
-            result.setdefault("held_out", {})[name] = _held_out_scores(run, games)
+            result.setdefault("held_out", {})[name] = _held_out_scores(run, demos)
         return result
     finally:
         run.close()

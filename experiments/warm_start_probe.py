@@ -84,3 +84,20 @@ def write_report(report: dict, json_out: str | None) -> None:
     if json_out:
         with open(json_out, "w") as f:
             json.dump(report, f, indent=2)
+
+
+def extractor_answers(run, sampling) -> Callable[[list[str]], list[str]]:
+    """The run's extractor answering rendered prompts with ``sampling``, 16
+    at a time (each batch its own sampling seed), for
+    crl_jax.diagnostics.entry_quality.entry_quality."""
+    from models.sampling_ops import strip_stop_tokens
+
+    tok, sampler = run.ext_tokenizer, run.agent.sampler
+
+    def answer(texts: list[str]) -> list[str]:
+        out = []
+        for i in range(0, len(texts), 16):
+            res = sampler.generate([tok.encode(t) for t in texts[i:i + 16]], sampling, rng=i)
+            out += [tok.decode(strip_stop_tokens(t, sampling)) for t in res.tokens]
+        return out
+    return answer
