@@ -5,6 +5,8 @@ answers were malformed, how large the bank grew. The numbers behind the
 
     python experiments/figures/run_stats.py --preset=minihack_room_cpu
     python experiments/figures/run_stats.py --same RUN_A RUN_B   # do two runs repeat?
+    python experiments/figures/run_stats.py --same RUN_A RUN_B \
+        --metrics=train/success,train/actions   # from which step do these part?
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from experiments.figures import common  # noqa: E402
 
 # (column, how it is computed from the rows; see run_summary below)
-COLUMNS = ("seed", "mode", "settings", "steps", "train first 5", "train last 5", "guided", "free",
+COLUMNS = ("seed", "mode", "settings", "steps", "train first 5", "train last 5", "train last 3",
+           "guided", "free",
            "eval0 no exp", "evalN no exp", "evalN with exp", "malformed", "bank", "ext updates",
            "asks", "ask turns")
 
@@ -29,7 +32,8 @@ from crl_jax.training.run_summary import series as _series  # noqa: E402
 
 def run_summary(rows: Sequence[Mapping]) -> dict:
     """One run's diagnostics: training success over its first and last 5
-    steps; guided and free training success (means over the steps that had
+    steps, and over its last 3 (the figures' final value, as
+    aggregate.seed_finals takes it); guided and free training success (means over the steps that had
     such episodes); first and last held-out evaluations; the share of the
     extractor's calls whose answer was malformed (counters are cumulative, so
     the last row holds the totals); the bank's final size; the extractor's RL
@@ -43,6 +47,7 @@ def run_summary(rows: Sequence[Mapping]) -> dict:
     with_exp = _series(rows, "eval_with_exp/success")
     return {"steps": int(last.get("step", 0)),
             "train first 5": _mean(train[:5]), "train last 5": _mean(train[-5:]),
+            "train last 3": _mean(train[-3:]),
             "guided": _mean(_series(rows, "train/success_guided")),
             "free": _mean(_series(rows, "train/success_free")),
             "eval0 no exp": no_exp[0] if no_exp else float("nan"),
@@ -83,22 +88,43 @@ def describe(directory: str, preset: str) -> dict:
             **run_summary(rows)}
 
 
-def repeat_check(rows_a: Sequence[Mapping], rows_b: Sequence[Mapping]) -> dict:
+def repeat_check(rows_a: Sequence[Mapping], rows_b: Sequence[Mapping],
+                 metrics: Sequence[str] = ()) -> dict:
     """Whether two runs' metrics agree step by step, the wall clock aside
     (crl_jax.training.metrics.is_clock_metric): the metrics both hold and
-    how many of them are equal at every step, the differing ones, and the
-    metrics only one run holds (counters added between them)."""
+    how many of them are equal at every step, the differing ones with the
+    first step at which each differs, and the metrics only one run holds
+    (counters added between them). ``metrics`` restricts the comparison to
+    those names (an unknown one is an error listing what both runs hold)."""
     from crl_jax.training.metrics import is_clock_metric
     by_step = [{int(r["step"]): r for r in rows} for rows in (rows_a, rows_b)]
     keys = [{k for r in rows for k in r if k != "step" and not is_clock_metric(k)}
             for rows in (rows_a, rows_b)]
     shared = keys[0] & keys[1]
-    steps = set(by_step[0]) | set(by_step[1])
-    differing = sorted({k for k in shared for step in steps
-                        if by_step[0].get(step, {}).get(k) != by_step[1].get(step, {}).get(k)})
-    return {"steps": (len(by_step[0]), len(by_step[1])), "compared": len(shared),
-            "equal": len(shared) - len(differing), "differing": differing,
+    unknown = sorted(set(metrics) - shared)
+    if unknown:
+        raise SystemExit(f"metrics not held by both runs: {', '.join(unknown)}; "
+                         f"both hold: {', '.join(sorted(shared))}")
+    compared = set(metrics) if metrics else shared
+    steps = sorted(set(by_step[0]) | set(by_step[1]))
+    first = {}
+    for k in compared:
+        for step in steps:
+            if by_step[0].get(step, {}).get(k) != by_step[1].get(step, {}).get(k):
+                first[k] = step
+                break
+    return {"steps": (len(by_step[0]), len(by_step[1])), "compared": len(compared),
+            "equal": len(compared) - len(first), "differing": sorted(first),
+            "first_differing": dict(sorted(first.items())),
+            "first_step": min(first.values()) if first else None,
             "only_a": sorted(keys[0] - keys[1]), "only_b": sorted(keys[1] - keys[0])}
+
+
+def first_step_with(rows: Sequence[Mapping], metric: str) -> int | None:
+    """The first step at which ``metric`` is positive (e.g. the extractor's
+    first RL update), or None."""
+    hits = [int(r["step"]) for r in rows if float(r.get(metric, 0) or 0) > 0]
+    return min(hits) if hits else None
 
 
 def format_table(records: Sequence[dict]) -> str:
@@ -131,15 +157,25 @@ def main(argv=None):
                       help="two runs (directories, names under --root, or metrics.jsonl "
                            "files): do their metrics "
                            "agree at every step, the wall clock aside?")
+    parser.add_argument("--metrics", default="",
+                        help="with --same: compare only these metrics (comma separated)")
     args = parser.parse_args(argv)
     if args.same:
         rows = [common.read_rows(_metrics_path(d, args.root)) for d in args.same]
-        check = repeat_check(*rows)
+        check = repeat_check(*rows, metrics=[m for m in args.metrics.split(",") if m])
+        # with --metrics, each metric's first differing step; else the metrics that part first
+        parts = [f"{k} at step {v}" for k, v in check["first_differing"].items()
+                 if args.metrics or v == check["first_step"]]
+        updates = [first_step_with(r, "extractor/updates") for r in rows]
+        updates = [f"step {u}" if u is not None else "none" for u in updates]
         print(f"steps {check['steps'][0]} / {check['steps'][1]}; of {check['compared']} metrics "
               f"both runs hold (wall clock aside), {check['equal']} are equal at every step; "
               f"differing: {', '.join(check['differing']) or 'none'}; only in the first: "
               f"{', '.join(check['only_a']) or 'none'}; only in the second: "
               f"{', '.join(check['only_b']) or 'none'}")
+        print(f"first differing step: {check['first_step'] if parts else 'none'}"
+              f"{' (' + '; '.join(parts) + ')' if parts else ''}; first extractor update: "
+              f"{updates[0]} / {updates[1]}")
         return
     dirs = run_dirs(args.root, args.preset)
     if not dirs:

@@ -69,7 +69,13 @@ def test_repeat_check_compares_every_step_but_the_wall_clock(tmp_path):
           "rollout/tokens_per_s": 100.0, "manager/rejected_no_json": 2}]
     check = run_stats.repeat_check(a, b)
     assert check == {"steps": (2, 2), "compared": 3, "equal": 2, "differing": ["bank/size"],
+                     "first_differing": {"bank/size": 1}, "first_step": 1,
                      "only_a": [], "only_b": ["manager/rejected_no_json"]}
+    # restricted to named metrics: the bank's size is not looked at
+    only = run_stats.repeat_check(a, b, metrics=["train/success", "eval_no_exp/success"])
+    assert (only["compared"], only["differing"], only["first_step"]) == (2, [], None)
+    with pytest.raises(SystemExit, match="not held by both runs: train/actions; both hold: bank"):
+        run_stats.repeat_check(a, b, metrics=["train/actions"])
     # a metric only one run holds is listed, not compared
     assert run_stats.repeat_check(a, b[:1])["only_a"] == ["bank/size", "train/success"]
     # a step only one run has differs in every shared metric it holds
@@ -80,3 +86,33 @@ def test_repeat_check_compares_every_step_but_the_wall_clock(tmp_path):
         os.makedirs(tmp_path / name)
         (tmp_path / name / common.METRICS).write_text("".join(json.dumps(r) + "\n" for r in rows))
     run_stats.main(["--root", str(tmp_path), "--same", "one", str(tmp_path / "two" / common.METRICS)])
+
+
+def test_first_differing_step_of_two_runs_that_part(tmp_path, capsys):
+    """Two runs equal for three steps, then apart: each metric's first
+    differing step, the earliest of them, and each run's first extractor
+    update, as the command prints them."""
+    same = [{"step": s, "train/success": s / 8, "train/actions": 9.0} for s in range(3)]
+    a = same + [{"step": 3, "train/success": 0.5, "train/actions": 8.0, "extractor/updates": 1},
+                {"step": 4, "train/success": 0.25, "train/actions": 7.0}]
+    b = same + [{"step": 3, "train/success": 0.5, "train/actions": 8.5},
+                {"step": 4, "train/success": 0.5, "train/actions": 7.0, "extractor/updates": 1}]
+    check = run_stats.repeat_check(a, b)
+    # extractor/updates is held by both (at different steps), so it differs from step 3
+    assert check["first_differing"] == {"extractor/updates": 3, "train/actions": 3,
+                                        "train/success": 4}
+    assert check["first_step"] == 3 and check["only_a"] == check["only_b"] == []
+    assert check["differing"] == ["extractor/updates", "train/actions", "train/success"]
+    assert run_stats.first_step_with(a, "extractor/updates") == 3
+    assert run_stats.first_step_with(b, "extractor/updates") == 4
+    assert run_stats.first_step_with(same, "extractor/updates") is None
+    for name, rows in (("a", a), ("b", b)):
+        os.makedirs(tmp_path / name)
+        (tmp_path / name / common.METRICS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_stats.main(["--root", str(tmp_path), "--same", "a", "b", "--metrics", "train/success"])
+    out = capsys.readouterr().out
+    assert "first differing step: 4 (train/success at step 4); first extractor update: " \
+           "step 3 / step 4" in out
+    run_stats.main(["--root", str(tmp_path), "--same", "a", "a"])
+    assert "first differing step: none; first extractor update: step 3 / step 3" in \
+        capsys.readouterr().out
