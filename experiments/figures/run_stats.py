@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import common  # noqa: E402
+from experiments.figures import aggregate, common  # noqa: E402
 
 # (column, how it is computed from the rows; see run_summary below)
 COLUMNS = ("seed", "mode", "settings", "steps", "train first 5", "train last 5", "train last 3",
@@ -32,11 +32,11 @@ from crl_jax.training.run_summary import series as _series  # noqa: E402
 
 def run_summary(rows: Sequence[Mapping]) -> dict:
     """One run's diagnostics: training success over its first and last 5
-    steps, and over its last 3 (the figures' final value, as
-    aggregate.seed_finals takes it); guided and free training success (means over the steps that had
-    such episodes); first and last held-out evaluations; the share of the
-    extractor's calls whose answer was malformed (counters are cumulative, so
-    the last row holds the totals); the bank's final size; the extractor's RL
+    steps, and over its last 3 (the figures' final value per seed,
+    aggregate.final_value); guided and free training success (means over
+    the steps that had such episodes); first and last held-out evaluations;
+    the share of the extractor's calls whose answer was malformed (counters
+    are cumulative, so the last row holds the totals); the bank's final size; the extractor's RL
     updates and the search-and-ask calls that reached the bank over the run;
     the actor's ask turns in training (with experience.ask_answers=nothing
     none reaches the bank)."""
@@ -47,7 +47,8 @@ def run_summary(rows: Sequence[Mapping]) -> dict:
     with_exp = _series(rows, "eval_with_exp/success")
     return {"steps": int(last.get("step", 0)),
             "train first 5": _mean(train[:5]), "train last 5": _mean(train[-5:]),
-            "train last 3": _mean(train[-3:]),
+            "train last 3": aggregate.final_value(rows, "train/success", 3) if train
+            else float("nan"),
             "guided": _mean(_series(rows, "train/success_guided")),
             "free": _mean(_series(rows, "train/success_free")),
             "eval0 no exp": no_exp[0] if no_exp else float("nan"),
@@ -107,12 +108,10 @@ def repeat_check(rows_a: Sequence[Mapping], rows_b: Sequence[Mapping],
                          f"both hold: {', '.join(sorted(shared))}")
     compared = set(metrics) if metrics else shared
     steps = sorted(set(by_step[0]) | set(by_step[1]))
-    first = {}
-    for k in compared:
-        for step in steps:
-            if by_step[0].get(step, {}).get(k) != by_step[1].get(step, {}).get(k):
-                first[k] = step
-                break
+    def first_difference(k):
+        return next((step for step in steps
+                     if by_step[0].get(step, {}).get(k) != by_step[1].get(step, {}).get(k)), None)
+    first = {k: step for k in compared if (step := first_difference(k)) is not None}
     return {"steps": (len(by_step[0]), len(by_step[1])), "compared": len(compared),
             "equal": len(compared) - len(first), "differing": sorted(first),
             "first_differing": dict(sorted(first.items())),

@@ -28,12 +28,14 @@ def test_run_summary_matches_hand_computed_values():
     assert s["steps"] == 7
     assert s["train first 5"] == pytest.approx((0.1 + 0.2 + 0.3 + 0.4 + 0.5) / 5)
     assert s["train last 5"] == pytest.approx((0.3 + 0.4 + 0.5 + 0.6 + 0.7) / 5)
+    assert s["train last 3"] == pytest.approx((0.5 + 0.6 + 0.7) / 3)
     assert s["guided"] == pytest.approx(0.4) and s["free"] == pytest.approx(0.9)
     assert (s["eval0 no exp"], s["evalN no exp"], s["evalN with exp"]) == (0.25, 0.75, 0.125)
     assert s["malformed"] == pytest.approx(7 / 28) and s["bank"] == 17
     empty = run_stats.run_summary([{"step": 0}])  # a baseline row set: nothing to average
     assert s["ext updates"] == 2 and s["asks"] == 3 and s["ask turns"] == 4
     assert math.isnan(empty["guided"]) and math.isnan(empty["malformed"])
+    assert math.isnan(empty["train last 3"])
     assert math.isnan(empty["ext updates"]) and math.isnan(empty["asks"])
     assert empty["ask turns"] == 0
 
