@@ -21,6 +21,7 @@ import time
 from typing import Callable, Iterable, Mapping, Sequence
 
 from crl_jax.training.run_dir import has_checkpoint
+from experiments.figures.start_check import mixed_starts
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN_SCRIPT = os.path.join(REPO, "experiments", "run.py")
@@ -370,9 +371,11 @@ def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]
     """{label: {seed: rows}} for arms with a metrics.jsonl, and notes naming
     the missing ones; a run made with other settings than the arm's today is
     left out (and named), not drawn as if it were the arm; a run still going
-    (or stopped early) is drawn up to where it got, and named."""
+    (or stopped early) is drawn up to where it got, and named; arms of one
+    seed and warm-start key that did not start from the same actor are named
+    too (start_check)."""
     out: dict[str, dict[int, list]] = {}
-    missing = []
+    missing, drawn = [], []
     for arm in arms:
         where = run_dir(arm, root)
         path = os.path.join(where, METRICS)
@@ -383,13 +386,14 @@ def load_runs(arms: Sequence[Arm], root: str) -> tuple[dict[str, dict[int, list]
                            f"other settings ({'; '.join(stale[:3])}); rerun it")
         elif rows:
             out.setdefault(arm.label, {})[arm.seed] = rows
+            drawn.append((arm.label, arm.seed, where, rows))
             if is_short(arm, rows):
                 missing.append(f"{arm.label} (seed {arm.seed}): unfinished, step "
                                f"{_rows_last_step(rows)} of {expected_steps(arm)}: its last numbers "
                                f"are not final")
         else:
             missing.append(f"{arm.label} (seed {arm.seed}): no metrics in {shown_path(where)}")
-    return out, missing
+    return out, missing + mixed_starts(drawn)
 
 
 def wall_times(arms: Sequence[Arm], root: str) -> dict[str, float]:
