@@ -2,8 +2,9 @@
 paper: r(m) as the paper defines it (Eq. 3, the mean +1/-1 outcome of the
 episodes the entry guided) against r(m) less the mean outcome of the free
 episodes of the same task in the same step (experience.reward_baseline=free:
-whether the entry helped, not whether the game was easy), on alfworld_cpu,
-3 seeds, same warm start.
+whether the entry helped, not whether the game was easy), on both CPU
+presets (alfworld_cpu: figure reward_baseline; minihack_room_cpu:
+reward_baseline_minihack), 3 seeds, each seed one warm start for both arms.
 
     python experiments/figures/reproduce.py --budget=full --only=reward_baseline
 
@@ -16,11 +17,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import FINALS, Variant, full_budget_variant_script  # noqa: E402
+from experiments.figures.ablation import FINALS, Variant, variant_arms, variant_figure  # noqa: E402
 from experiments.figures.fig6_success import COMP  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
-PRESET = "alfworld_cpu"
+# (figure name, preset)
+FIGURES = (("reward_baseline", "alfworld_cpu"), ("reward_baseline_minihack", "minihack_room_cpu"))
+TITLE = "What credits an entry: r(m) with and without the free episodes' baseline"
 FREE = "Comp. RL, r(m) less the free episodes' mean"
 VARIANTS = (Variant(COMP), Variant(FREE, extra=("experience.reward_baseline=free",)))
 REWARD_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
@@ -28,9 +31,17 @@ REWARD_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
                  ("extractor/reward_mean", 5, "extractor reward"))
 
 
-arms, make = full_budget_variant_script(
-    "reward_baseline", "What credits an entry: r(m) with and without the free episodes' baseline",
-    PRESET, VARIANTS, COMP, REWARD_FINALS)
+def arms(budget: str):
+    if budget == "quick":  # the quick budget's hour has no room for its runs
+        return []
+    return [a for _, preset in FIGURES for a in variant_arms(preset, budget, VARIANTS)]
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    if budget == "quick":
+        return []
+    return [variant_figure(name, TITLE, preset, budget, root, out_dir, VARIANTS, COMP,
+                           finals=REWARD_FINALS) for name, preset in FIGURES]
 
 
 if __name__ == "__main__":
