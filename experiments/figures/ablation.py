@@ -76,16 +76,19 @@ def variant_figure(name: str, title: str, preset: str, budget: str, root: str, o
     return report(name, title, out_dir, [table], notes, ratios, arms, root)
 
 
-def full_budget_variant_script(name: str, title: str, preset: str, variants: Sequence[Variant],
-                               reference: str, finals=FINALS):
-    """The (arms, make) pair of a variant figure run on the full budget only
-    (the quick budget's hour has no room for its runs): nothing in quick."""
+def full_budget_variant_script(figures: Sequence[tuple[str, str]], title: str,
+                               variants: Sequence[Variant], reference: str, finals=FINALS):
+    """The (arms, make) pair of variant figures run on the full budget only
+    (the quick budget's hour has no room for their runs): nothing in quick.
+    ``figures``: (figure name, preset) per figure, the same variants in each."""
     def arms(budget: str) -> list[common.Arm]:
-        return [] if budget == "quick" else variant_arms(preset, budget, variants)
+        if budget == "quick":
+            return []
+        return [a for _, preset in figures for a in variant_arms(preset, budget, variants)]
 
     def make(root: str, budget: str, out_dir: str) -> list[dict]:
         if budget == "quick":
             return []
         return [variant_figure(name, title, preset, budget, root, out_dir, variants, reference,
-                               finals=finals)]
+                               finals=finals) for name, preset in figures]
     return arms, make

@@ -46,7 +46,7 @@ CRITIC_FINALS = (*FINALS, ("train/entry_goal", 5, "entries for the own goal"),
 
 
 arms, make = full_budget_variant_script(
-    "actor_critic", "Actor-Critic variant (App. B) at CPU scale", PRESET, VARIANTS, NULL,
+    (("actor_critic", PRESET),), "Actor-Critic variant (App. B) at CPU scale", VARIANTS, NULL,
     CRITIC_FINALS)
 
 

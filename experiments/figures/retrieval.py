@@ -46,7 +46,8 @@ ENTRY_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
 
 
 arms, make = full_budget_variant_script(
-    "retrieval", "Retrieval at CPU scale: Eq. 6's count penalty, entries found by title", PRESET,
+    (("retrieval", PRESET),),
+    "Retrieval at CPU scale: Eq. 6's count penalty, entries found by title",
     VARIANTS, OURS, ENTRY_FINALS)
 
 

@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import FINALS, Variant, variant_arms, variant_figure  # noqa: E402
+from experiments.figures.ablation import FINALS, Variant, full_budget_variant_script  # noqa: E402
 from experiments.figures.fig6_success import COMP  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
@@ -31,17 +31,7 @@ REWARD_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
                  ("extractor/reward_mean", 5, "extractor reward"))
 
 
-def arms(budget: str):
-    if budget == "quick":  # the quick budget's hour has no room for its runs
-        return []
-    return [a for _, preset in FIGURES for a in variant_arms(preset, budget, VARIANTS)]
-
-
-def make(root: str, budget: str, out_dir: str) -> list[dict]:
-    if budget == "quick":
-        return []
-    return [variant_figure(name, TITLE, preset, budget, root, out_dir, VARIANTS, COMP,
-                           finals=REWARD_FINALS) for name, preset in FIGURES]
+arms, make = full_budget_variant_script(FIGURES, TITLE, VARIANTS, COMP, REWARD_FINALS)
 
 
 if __name__ == "__main__":

@@ -1,24 +1,17 @@
 """The reward_baseline figures: both CPU presets at the full budget, nothing at
 quick, and the ratio of the free-episode arm to the paper's r(m) per preset
 from hand-made records."""
-import json
 import os
 
 import pytest
 
 from experiments.figures import common, reward_baseline
+from tests.figures.test_figures import rows_of, write_rows
 
 
 def _write(arm, root, success):
-    where = common.run_dir(arm, root)
-    os.makedirs(where)
-    steps = 20
-    with open(os.path.join(where, common.METRICS), "w") as f:
-        for step in range(steps + 1):
-            row = {"step": step, "time": 0.0}
-            if step:
-                row["train/success"] = success
-            f.write(json.dumps(row) + "\n")
+    steps = range(1, common.expected_steps(arm) + 1)
+    write_rows(common.run_dir(arm, root), rows_of([(s, success) for s in steps]))
 
 
 def test_quick_budget_has_no_runs_and_no_figures(tmp_path):

@@ -1,11 +1,11 @@
 """start_check: arms of one seed and warm-start key that did not start from
 the same actor are named, by their step-0 evaluation; everything else is not."""
-import json
 import os
 
 from crl_jax.training.warm_cache import record_warm_start
 from experiments.figures import common, settings
 from experiments.figures.start_check import mixed_starts, step0_fingerprint
+from tests.figures.test_figures import write_rows
 
 
 def _rows(success, actions=6.0, tokens=5.0, steps=2):
@@ -58,13 +58,10 @@ def test_other_keys_or_unrecorded_keys_are_not_compared(tmp_path):
 def test_load_runs_adds_the_note(tmp_path):
     comp = settings.make_arm("Comp. RL", "alfworld_cpu", "quick", seed=0)
     base = settings.make_arm("Baseline", "alfworld_cpu", "quick", seed=0, mode="none")
-    steps = int(common.override_value(comp, "train.steps"))
+    steps = common.expected_steps(comp)
     for arm, success in ((comp, 0.25), (base, 0.1875)):
         where = common.run_dir(arm, str(tmp_path))
-        os.makedirs(where)
-        with open(os.path.join(where, "metrics.jsonl"), "w") as f:
-            for r in _rows(success, steps=steps):
-                f.write(json.dumps(r) + "\n")
+        write_rows(where, _rows(success, steps=steps))
         record_warm_start(where, "alfworld_cpu-ws7-same")
     runs, notes = common.load_runs([comp, base], str(tmp_path))
     assert set(runs) == {"Comp. RL", "Baseline"}
