@@ -8,14 +8,15 @@ prompt (ALFWorld needs it to know where things are; 640 prompt tokens leave
 room for a MiniHack map in it), and alfworld_cpu's RL settings (negative
 advantages scaled by 0.3, no win credit for rejected actions, lr 5e-4, 2
 mini-batches, SDAE off: MiniHack and WebShop emit no subtask events). RL
-draws from a fixed pool of 8 tasks per environment: at 4 a step each comes
-back every other step, as in alfworld_cpu.
+draws from a fixed pool of 8 tasks per environment, disjoint from the warm
+start's games: at 2 a step each comes back about every 4 steps.
 
 Warm start: 1,500 expert games (500 per environment), actor 1,200 SFT steps
 (alfworld_cpu's count: ALFWorld is the hardest of the three to imitate),
 extractor 300. The extractor trains on batches of 16 rewarded outputs, between
-alfworld_cpu's 32 and minihack_room_cpu's 8. A step plays 4 tasks x 4
-rollouts from each environment (48 episodes, at most 20 turns); 20 steps,
+alfworld_cpu's 32 and minihack_room_cpu's 8. A step plays 2 tasks x 8
+rollouts from each environment (48 episodes, at most 20 turns; split-GRPO
+subgroups of 4, as in the single-environment presets); 20 steps,
 evaluations every 10 on 32 unseen tasks per environment (with and without
 experience). The bank is partitioned per environment (multi-task tables).
 """

@@ -4,6 +4,9 @@ entry, with 0, 1 or 2 wrong steps, or another game's plan) against no
 experience, from one warm start. Guided and free episodes of the same step
 are compared: if the own plan does not make guided episodes win more often,
 or with fewer actions, no bank can, and the setup is what needs fixing.
+Comp. RL (Fig. 6's arm, the same warm start) is drawn beside the rungs, and
+every arm's training success over all RL steps is set against GRPO's: it
+says which rung the learned bank behaves like.
 
     python experiments/figures/oracle_ladder.py --budget=full
 """
@@ -19,6 +22,7 @@ import numpy as np  # noqa: E402
 from crl_jax.training.run_summary import mean, series  # noqa: E402
 from experiments.figures import aggregate, common, plots  # noqa: E402
 from experiments.figures.ablation import Variant, variant_arms  # noqa: E402
+from experiments.figures.fig6_success import COMP  # noqa: E402
 from experiments.figures.script import attempt, figure_main, fmt, report  # noqa: E402
 
 PRESETS = ("alfworld_cpu", "minihack_room_cpu")
@@ -26,6 +30,7 @@ VARIANTS = (Variant("Oracle, own plan", "oracle", ("experience.oracle_noise=0",)
             Variant("Oracle, 1 wrong step", "oracle", ("experience.oracle_noise=1",)),
             Variant("Oracle, 2 wrong steps", "oracle", ("experience.oracle_noise=2",)),
             Variant("Oracle, another game's plan", "oracle", ("experience.oracle_source=peer",)),
+            Variant(COMP),  # the learned bank, for comparison: not a rung
             Variant("No experience (GRPO)", "none"))
 WINDOW = 5  # steps averaged at the start and the end of training
 
@@ -51,6 +56,27 @@ def _window(rows, key: str, first: bool) -> float:
 def _seed_mean(runs: dict, key: str, first: bool) -> tuple[float, list[float]]:
     per = [_window(rows, key, first) for _, rows in sorted(runs.items())]
     return float(np.nanmean(per)) if per else float("nan"), per
+
+
+def _whole_run(runs: dict) -> list[float]:
+    """Each seed's training success, mean over all RL steps (guided and free
+    episodes together): the window measures miss a run that is ahead for
+    most of training and caught up at its end."""
+    return [mean(series([r for r in rows if r["step"] > 0], "train/success"))
+            for _, rows in sorted(runs.items())]
+
+
+def _whole_run_cell(runs: dict, reference: dict) -> str:
+    """Seed mean of _whole_run, its per-seed values and its ratio to the
+    reference's seed mean (GRPO's)."""
+    mine = _whole_run(runs)
+    if not mine:
+        return "-"
+    m = float(np.nanmean(mine))
+    ref = _whole_run(reference)
+    r = m / float(np.nanmean(ref)) if ref and np.nanmean(ref) else float("nan")
+    ratio = "" if r != r else f", {fmt(r)}x GRPO"
+    return f"{fmt(m)} ({', '.join(fmt(v) for v in mine)}{ratio})"
 
 
 def _cells(runs: dict) -> list[str]:
@@ -106,6 +132,7 @@ def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list
                 series[v.label] = c
         panels.append({"title": f"{preset}: {title}", "ylabel": "success rate", "series": series})
     rows = []
+    grpo = runs.get(variants[-1].label, {})
     for v in variants:
         mine = runs.get(v.label, {})
         seeds = ", ".join(str(s) for s in sorted(mine)) or "-"
@@ -116,14 +143,17 @@ def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list
                      for first in (True, False)] + ["-"]
         else:
             cells = _cells(mine)
-        rows.append([v.label, seeds, *cells, _heldout(mine) if mine else "-"])
+        rows.append([v.label, seeds, *cells, _whole_run_cell(mine, grpo),
+                     _heldout(mine) if mine else "-"])
     table = {"caption": f"{preset}: training success of guided / free episodes (difference; "
                         f"per seed), mean of the first and of the last {WINDOW} RL steps over "
                         "seeds; actions of won episodes, free / guided, last steps. Goal of the "
-                        "own plan: +0.15 or more, and 1.3x fewer actions. Held-out: success "
-                        "on unseen games without / with experience, first -> last evaluation.",
+                        "own plan: +0.15 or more, and 1.3x fewer actions. All steps: training "
+                        "success (guided and free) over every RL step, seed mean (per seed) "
+                        "and its ratio to GRPO's. Held-out: success on unseen games without / "
+                        "with experience, first -> last evaluation.",
              "columns": ["arm", "seeds", f"first {WINDOW} steps", f"last {WINDOW} steps",
-                         "actions when won, free / guided", "held-out, no exp. / with"],
+                         "actions when won, free / guided", "all steps", "held-out, no exp. / with"],
              "rows": rows}
     return panels, table, arms_here
 
