@@ -16,6 +16,10 @@ EXPERIENCE_KEYS = ("eval_with_exp", "train/entry_", "extractor/")
 FINALS = (("train/success", 3, "train success"),
           ("eval_no_exp/success", 1, "eval, no exp."),
           ("eval_with_exp/success", 1, "eval, with exp."))
+# Training success over every RL step (a last_k past any run's length): a run
+# ahead for most of training and caught up at its end shows here, not in the
+# last steps.
+WHOLE_RUN = ("train/success", 10**6, "train success, all steps")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +65,7 @@ def variant_figure(name: str, title: str, preset: str, budget: str, root: str, o
                 continue
             f = attempt(notes, f"{v.label} {key}", aggregate.seed_finals, runs.get(v.label, {}), key, k)
             cells.append(fmt_finals(f))
-            if key == ref_key:
+            if (key, k) == (ref_key, ref_k):  # WHOLE_RUN shares the key, not the window
                 mine = f
         r = aggregate.ratio(mine, ref) if mine and ref else None
         ratios[v.label] = r

@@ -24,7 +24,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import FINALS, Variant, full_budget_variant_script  # noqa: E402
+from experiments.figures.ablation import (  # noqa: E402
+    FINALS, WHOLE_RUN, Variant, full_budget_variant_script)
 from experiments.figures.fig6_success import BASE, COMP  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
@@ -38,7 +39,7 @@ VARIANTS = (Variant(CRITIC, extra=(*JUDGING, "experience.actor_critic=true"),
             Variant(ORACLE, extra=(*JUDGING, "experience.actor_critic=true",
                                    "experience.critic=goal")),
             Variant(NULL, extra=JUDGING), Variant(COMP), Variant(BASE, "none"))
-CRITIC_FINALS = (*FINALS, ("train/entry_goal", 5, "entries for the own goal"),
+CRITIC_FINALS = (*FINALS, WHOLE_RUN, ("train/entry_goal", 5, "entries for the own goal"),
                  ("train/critic_kept_own_goal", 5, "kept, own goal"),
                  ("train/critic_kept_other_goal", 5, "kept, other goal"),
                  ("train/critic_s_per_entry", 5, "judging s / entry"),

@@ -12,6 +12,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from experiments.figures import aggregate, common, plots, settings  # noqa: E402
+from experiments.figures.ablation import WHOLE_RUN  # noqa: E402
 from experiments.figures.script import attempt, figure_main, fmt_finals, fmt_ratio, report  # noqa: E402
 
 NAME = "fig6_success"
@@ -102,13 +103,14 @@ def make(root: str, budget: str, out_dir: str) -> list[dict]:
         root, budget, out_dir, name=NAME, heading="Fig. 6: success over training",
         curve_keys=("train/success", "SPLIT/success"), ylabel="success rate",
         metrics=(("train success", "train/success", "train/success", TRAIN_LAST_K),
+                 ("train success, all steps", "train/success", "train/success", WHOLE_RUN[1]),
                  ("eval success, no exp. at test", "eval_no_exp/success", "eval_no_exp/success",
                   EVAL_LAST_K),
                  ("eval success, Comp. RL with exp.", "eval_with_exp/success",
                   "eval_no_exp/success", EVAL_LAST_K)),
         paper=PAPER_SUCCESS_RATIO,
-        caption=f"Final success (train: mean of the last {TRAIN_LAST_K} steps; eval: last "
-                f"evaluation). Cells: mean [min, max] over seeds.",
+        caption=f"Final success (train: mean of the last {TRAIN_LAST_K} steps, and of every "
+                f"RL step; eval: last evaluation). Cells: mean [min, max] over seeds.",
         ratio_column="Comp. RL / Baseline")
 
 

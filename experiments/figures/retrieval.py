@@ -27,7 +27,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import FINALS, Variant, full_budget_variant_script  # noqa: E402
+from experiments.figures.ablation import (  # noqa: E402
+    FINALS, WHOLE_RUN, Variant, full_budget_variant_script)
 from experiments.figures.fig6_success import BASE, COMP as OURS  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
@@ -38,7 +39,7 @@ VARIANTS = (Variant(OURS), Variant(NO_COUNT, extra=("experience.bank.diversity_l
             Variant(BY_TITLE, extra=("experience.bank.retrieval_key=title",
                                      "experience.bank.min_similarity=0.95")),
             Variant(BASE, "none"))
-ENTRY_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
+ENTRY_FINALS = (*FINALS, WHOLE_RUN, ("train/success_guided", 5, "guided success"),
                 ("train/success_free", 5, "free success"),
                 ("train/experience_found", 5, "guided episodes that found an entry"),
                 ("train/entry_goal", 5, "entries for the own goal"),

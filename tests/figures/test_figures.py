@@ -457,3 +457,13 @@ def test_oracle_ladder_whole_run_cell_averages_every_rl_step_and_divides_by_grpo
     assert oracle_ladder._whole_run_cell(grpo, grpo) == "0.40 (0.30, 0.50, 1.00x GRPO)"
     assert oracle_ladder._whole_run_cell({}, grpo) == "-"
     assert oracle_ladder._whole_run_cell(arm, {}) == "0.45 (0.30, 0.60)"
+
+
+def test_whole_run_final_is_the_mean_of_every_rl_step():
+    from experiments.figures import aggregate
+    from experiments.figures.ablation import WHOLE_RUN
+    key, last_k, _ = WHOLE_RUN
+    rows = [{"step": 0, "eval_no_exp/success": 0.5}] + [
+        {"step": s, key: v} for s, v in zip(range(1, 5), (0.0, 0.25, 0.5, 1.0))]
+    assert aggregate.final_value(rows, key, last_k) == 0.4375  # (0 + .25 + .5 + 1) / 4
+    assert aggregate.final_value(rows, key, 3) == 0.5833333333333334  # the last-3 measure differs
