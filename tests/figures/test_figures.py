@@ -431,39 +431,3 @@ def test_task_scaling_names_an_unfinished_run_in_its_row(tmp_path):
     labels = {r[0] for t in rec["tables"] for r in t["rows"]}
     assert labels == {"3 tasks", f"6 tasks (unfinished: {fig9.BASE})"}
 
-
-def test_oracle_ladder_held_out_cell_is_the_seed_mean_of_first_and_last_evaluations():
-    from experiments.figures import oracle_ladder
-    runs = {0: [{"step": 0, "eval_no_exp/success": 0.2, "eval_with_exp/success": 0.3},
-                {"step": 5, "train/success": 0.5},
-                {"step": 10, "eval_no_exp/success": 0.4, "eval_with_exp/success": 0.5}],
-            1: [{"step": 0, "eval_no_exp/success": 0.4, "eval_with_exp/success": 0.1},
-                {"step": 10, "eval_no_exp/success": 0.2, "eval_with_exp/success": 0.7}]}
-    assert oracle_ladder._heldout(runs) == "0.30 / 0.20 -> 0.30 / 0.60"
-    baseline = {0: [{"step": 0, "eval_no_exp/success": 0.25}, {"step": 9, "eval_no_exp/success": 0.5}]}
-    assert oracle_ladder._heldout(baseline) == "0.25 -> 0.50"
-
-
-def test_oracle_ladder_whole_run_cell_averages_every_rl_step_and_divides_by_grpo():
-    from experiments.figures import oracle_ladder
-    # step 0 (the warm start's evaluation) carries no training success and is skipped
-    arm = {0: [{"step": 0, "eval_no_exp/success": 0.9}, {"step": 1, "train/success": 0.2},
-               {"step": 2, "train/success": 0.4}],
-           1: [{"step": 1, "train/success": 0.6}, {"step": 2, "train/success": 0.6}]}
-    grpo = {0: [{"step": 1, "train/success": 0.25}, {"step": 2, "train/success": 0.35}],
-            1: [{"step": 1, "train/success": 0.5}, {"step": 2, "train/success": 0.5}]}
-    # arm: seeds 0.30 and 0.60, mean 0.45; GRPO: 0.30 and 0.50, mean 0.40; 0.45 / 0.40 = 1.125
-    assert oracle_ladder._whole_run_cell(arm, grpo) == "0.45 (0.30, 0.60, 1.12x GRPO)"
-    assert oracle_ladder._whole_run_cell(grpo, grpo) == "0.40 (0.30, 0.50, 1.00x GRPO)"
-    assert oracle_ladder._whole_run_cell({}, grpo) == "-"
-    assert oracle_ladder._whole_run_cell(arm, {}) == "0.45 (0.30, 0.60)"
-
-
-def test_whole_run_final_is_the_mean_of_every_rl_step():
-    from experiments.figures import aggregate
-    from experiments.figures.ablation import WHOLE_RUN
-    key, last_k, _ = WHOLE_RUN
-    rows = [{"step": 0, "eval_no_exp/success": 0.5}] + [
-        {"step": s, key: v} for s, v in zip(range(1, 5), (0.0, 0.25, 0.5, 1.0))]
-    assert aggregate.final_value(rows, key, last_k) == 0.4375  # (0 + .25 + .5 + 1) / 4
-    assert aggregate.final_value(rows, key, 3) == 0.5833333333333334  # the last-3 measure differs

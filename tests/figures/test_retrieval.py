@@ -1,6 +1,7 @@
-"""The retrieval figure's table: its ratio column is the last-3-steps measure
-even though the whole-run column reads the same metric, from hand-made
-records whose two measures disagree."""
+"""Training success over the whole run (ablation.WHOLE_RUN) and the retrieval
+figure's table: its ratio column is the last-3-steps measure even though the
+whole-run column reads the same metric, from hand-made records whose two
+measures disagree."""
 import pytest
 
 from experiments.figures import common, retrieval
@@ -23,3 +24,13 @@ def test_ratio_is_last_three_steps_and_whole_run_column_is_every_step(tmp_path):
     title_row = next(r for r in table["rows"] if r[0] == retrieval.BY_TITLE)
     n = common.expected_steps(retrieval.arms("full")[0])
     assert title_row[col].startswith(f"{3 / n:.2f}")  # 3 wins in n steps
+
+
+def test_whole_run_final_is_the_mean_of_every_rl_step():
+    from experiments.figures import aggregate
+    from experiments.figures.ablation import WHOLE_RUN
+    key, last_k, _ = WHOLE_RUN
+    rows = [{"step": 0, "eval_no_exp/success": 0.5}] + [
+        {"step": s, key: v} for s, v in zip(range(1, 5), (0.0, 0.25, 0.5, 1.0))]
+    assert aggregate.final_value(rows, key, last_k) == 0.4375  # (0 + .25 + .5 + 1) / 4
+    assert aggregate.final_value(rows, key, 3) == 0.5833333333333334  # the last-3 measure differs
