@@ -145,7 +145,9 @@ def render(reports: list[dict], budget: str, command: str, wall_s: float, runs_w
                      f"Comp. RL = {row[4]} (paper {row[5]}). {TODO}does it hold, and why?")
     table1 = next((r for r in reports if r["name"] == "table1_multitask" and r["tables"]), None)
     if table1:
-        avgs = {row[0]: row[-1] for row in table1["tables"][0]["rows"]}
+        held = table1["tables"][0]
+        col = held["columns"].index("avg")
+        avgs = {row[0]: row[col] for row in held["rows"]}
         lines.append("- Table 1 ordering (avg, ours (paper)): "
                      + "; ".join(f"{k} {v}" for k, v in avgs.items())
                      + f". {TODO}does Comp. RL > Baseline > Static Online > Exp. Only hold?")

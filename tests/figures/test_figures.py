@@ -355,8 +355,8 @@ def test_reproduce_end_to_end_on_fake_runs(tmp_path):
     assert "| 2.00x (seeds 2.00, 2.00, 2.00) | 2x |" in headline
     assert "TODO(lead)" in text and "## Reading" in text
     # Table 1 runs one seed at quick (seed 0: 0.3); per-env keys only without experience
-    assert "| Comp. RL (eval without) | 0.30 (0.75) | 0.30 (0.84) | 0.30 (0.74) | 0.30 (0.78) |" in text
-    assert "| Comp. RL (eval with exp.) | n/a (0.78) | n/a (0.87) | n/a (0.82) | 0.35 (0.82) |" in text
+    assert "| Comp. RL (eval without) | 0.30 (0.75) | 0.30 (0.84) | 0.30 (0.74) | 0.30 (0.78) | 0.30 |" in text
+    assert "| Comp. RL (eval with exp.) | n/a (0.78) | n/a (0.87) | n/a (0.82) | 0.35 (0.82) | 0.35 |" in text
     fig6_section = text.split("## Fig. 6")[1].split("## Fig. 7")[0]
     assert "Missing data" not in fig6_section
 
