@@ -34,11 +34,18 @@ JUDGING = ("warm_start.judge_fraction=1.0",)
 CRITIC = "Comp. RL + Actor-Critic"
 ORACLE = "Comp. RL + goal-match critic (control)"
 NULL = "Comp. RL, judging warm start, no critic"
+GOAL_FILTER = "Comp. RL + goal filter, ladder's warm start (control)"
 VARIANTS = (Variant(CRITIC, extra=(*JUDGING, "experience.actor_critic=true"),
                     paper="helps early; search 1.21 s vs 0.04 s"),
             Variant(ORACLE, extra=(*JUDGING, "experience.actor_critic=true",
                                    "experience.critic=goal")),
-            Variant(NULL, extra=JUDGING), Variant(COMP), Variant(BASE, "none"))
+            Variant(NULL, extra=JUDGING),
+            # The goal filter on the ladder's warm start, which never learned
+            # to judge: Comp. RL's bank with every other game's plan withheld
+            # (a control, since it reads the true goal), beside Comp. RL and
+            # the baseline from that warm start.
+            Variant(GOAL_FILTER, extra=("experience.actor_critic=true", "experience.critic=goal")),
+            Variant(COMP), Variant(BASE, "none"))
 CRITIC_FINALS = (*FINALS, WHOLE_RUN, ("train/entry_goal", 5, "entries for the own goal"),
                  ("train/critic_kept_own_goal", 5, "kept, own goal"),
                  ("train/critic_kept_other_goal", 5, "kept, other goal"),
