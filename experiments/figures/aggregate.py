@@ -44,20 +44,24 @@ def seed_curves(runs: Mapping[int, Sequence[Mapping]], key: str) -> dict:
             "per_seed": {str(s): row.tolist() for s, row in zip(per, table)}}
 
 
-def final_value(rows: Sequence[Mapping], key: str, last_k: int = 1) -> float:
-    """Mean of the last ``last_k`` values of ``key`` (fewer if the run has fewer)."""
+def final_value(rows: Sequence[Mapping], key: str, last_k: int = 1, first: bool = False) -> float:
+    """Mean of the last ``last_k`` values of ``key`` (fewer if the run has
+    fewer); with ``first``, of its first ``last_k`` values instead (a run's
+    start: the warm start's evaluation, the first RL steps)."""
     if last_k < 1:
         raise ValueError(f"last_k={last_k} must be >= 1")
     _, values = curve(rows, key)
-    return float(values[-last_k:].mean())
+    return float((values[:last_k] if first else values[-last_k:]).mean())
 
 
-def seed_finals(runs: Mapping[int, Sequence[Mapping]], key: str, last_k: int = 1) -> dict:
-    vals = {int(s): final_value(rows, key, last_k) for s, rows in runs.items()}
+def seed_finals(runs: Mapping[int, Sequence[Mapping]], key: str, last_k: int = 1,
+                first: bool = False) -> dict:
+    vals = {int(s): final_value(rows, key, last_k, first) for s, rows in runs.items()}
     if not vals:
         raise ValueError(f"no runs to aggregate for {key!r}")
     arr = np.array(list(vals.values()))
-    return {"key": key, "last_k": last_k, "per_seed": {str(s): v for s, v in vals.items()},
+    return {"key": key, "last_k": last_k, "first": first,
+            "per_seed": {str(s): v for s, v in vals.items()},
             "mean": float(arr.mean()), "std": float(arr.std()),
             "min": float(arr.min()), "max": float(arr.max()), "n": len(vals)}
 

@@ -33,6 +33,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from experiments.figures import aggregate, common, plots, settings  # noqa: E402
+from experiments.figures.ablation import WHOLE_RUN  # noqa: E402
 from experiments.figures.fig6_success import COMP  # noqa: E402
 from experiments.figures.run_stats import run_summary  # noqa: E402
 from experiments.figures.script import figure_main, fmt, report  # noqa: E402
@@ -80,7 +81,7 @@ def seeds_table(runs: dict) -> dict:
             if not got:
                 continue
             r = sweep_row(got)
-            whole = float(np.mean(series(got, "train/success")))
+            whole = aggregate.final_value(got, *WHOLE_RUN[:2])
             rows.append([label, str(s), str(r["updates"]), fmt(r["malformed"]), fmt(r["f1 first"]),
                          fmt(r["f1 last"]), fmt(r["train last 5"]), fmt(whole)])
     return {"caption": f"{PRESET}: the preset's Comp. RL and '{CHOSEN}' on every seed. Train "

@@ -14,12 +14,10 @@ from __future__ import annotations
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from experiments.figures import aggregate, common, plots  # noqa: E402
-from experiments.figures.ablation import Variant, variant_arms  # noqa: E402
+from experiments.figures.ablation import WHOLE_RUN, Variant, variant_arms  # noqa: E402
 from experiments.figures.script import attempt, figure_main, fmt, fmt_finals, fmt_ratio, report  # noqa: E402
 
 NAME = "table1_multitask"
@@ -42,8 +40,8 @@ LAST_K = 1  # the final evaluation
 # Training success over the mixture (the runs log no per-environment training
 # keys): the first steps, the last ones, and the whole run, whose mean is the
 # steadier measure at 48 episodes a step.
-TRAIN_WINDOWS = (("first 5 steps", "first", 5), ("last 3 steps", "last", 3),
-                 ("all steps", "last", 10**6))
+TRAIN_WINDOWS = (("first 5 steps", 5, True), ("last 3 steps", 3, False),
+                 ("all steps", WHOLE_RUN[1], False))
 
 
 def arms(budget: str):
@@ -52,16 +50,6 @@ def arms(budget: str):
 
 def cell(runs: dict, label: str, key: str, notes: list):
     return attempt(notes, f"{label} {key}", aggregate.seed_finals, runs.get(label, {}), key, LAST_K)
-
-
-def first_finals(runs: dict, key: str, k: int) -> dict:
-    """seed_finals over the first k values of key instead of the last."""
-    vals = {s: float(aggregate.curve(rows, key)[1][:k].mean()) for s, rows in runs.items()}
-    if not vals:
-        raise ValueError(f"no runs to aggregate for {key!r}")
-    arr = np.array(list(vals.values()))
-    return {"key": key, "per_seed": {str(s): v for s, v in vals.items()}, "mean": float(arr.mean()),
-            "min": float(arr.min()), "max": float(arr.max()), "n": len(vals)}
 
 
 def per_seed(f: dict | None) -> str:
@@ -74,14 +62,14 @@ def training_table(runs: dict, notes: list) -> tuple[dict, dict]:
     """Training success per method: windows of train/success, per seed, and
     the whole run's ratio to the Baseline, paired by seed."""
     rows, numbers = [], {}
-    ref = attempt(notes, "Baseline train/success", aggregate.seed_finals,
-                  runs.get("Baseline", {}), "train/success", 10**6)
+    key, whole_k, _ = WHOLE_RUN
+    ref = attempt(notes, f"Baseline {key}", aggregate.seed_finals, runs.get("Baseline", {}), key,
+                  whole_k)
     for v in VARIANTS:
         mine = runs.get(v.label, {})
-        got = {}
-        for col, side, k in TRAIN_WINDOWS:
-            fn = first_finals if side == "first" else aggregate.seed_finals
-            got[col] = attempt(notes, f"{v.label} train/success {col}", fn, mine, "train/success", k)
+        got = {col: attempt(notes, f"{v.label} {key} {col}", aggregate.seed_finals, mine, key, k,
+                            first)
+               for col, k, first in TRAIN_WINDOWS}
         whole = got["all steps"]
         r = aggregate.ratio(whole, ref) if whole and ref else None
         numbers[v.label] = {**got, "all steps / Baseline": r}
@@ -127,11 +115,11 @@ def make(root: str, budget: str, out_dir: str) -> list[dict]:
                       "bars": bars}])
     # Every arm of a seed shares its warm start, so the Baseline's step-0
     # evaluation is every method's starting point.
-    start = {env: attempt(notes, f"warm start eval_no_exp/{env}/success", first_finals,
-                          runs.get("Baseline", {}), f"eval_no_exp/{env}/success", 1)
+    start = {env: attempt(notes, f"warm start eval_no_exp/{env}/success", aggregate.seed_finals,
+                          runs.get("Baseline", {}), f"eval_no_exp/{env}/success", 1, True)
              for env, _ in ENVS}
-    start["avg"] = attempt(notes, "warm start eval_no_exp/success", first_finals,
-                           runs.get("Baseline", {}), "eval_no_exp/success", 1)
+    start["avg"] = attempt(notes, "warm start eval_no_exp/success", aggregate.seed_finals,
+                           runs.get("Baseline", {}), "eval_no_exp/success", 1, True)
     if start["avg"]:
         rows.insert(0, ["Warm start (step 0, every method)",
                         *(fmt(start[env]["mean"]) if start[env] else "n/a" for env, _ in ENVS),

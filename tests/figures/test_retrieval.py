@@ -34,3 +34,4 @@ def test_whole_run_final_is_the_mean_of_every_rl_step():
         {"step": s, key: v} for s, v in zip(range(1, 5), (0.0, 0.25, 0.5, 1.0))]
     assert aggregate.final_value(rows, key, last_k) == 0.4375  # (0 + .25 + .5 + 1) / 4
     assert aggregate.final_value(rows, key, 3) == 0.5833333333333334  # the last-3 measure differs
+    assert aggregate.final_value(rows, key, 2, first=True) == 0.125  # (0 + .25) / 2: a run's start
