@@ -5,7 +5,9 @@ experience line in every prompt: does the actor read it?
     python experiments/actor_step_accuracy.py --config=alfworld_cpu [--exp=own] [--games=48] [--section.key=value ...]
 
 --exp: none (no line), own (the game's own plan), peer (the plan of another
-game of the same task type), noisy:K (the own plan with K wrong steps). In
+game of the same task type), noisy:K (the own plan with K wrong steps), or
+several of them separated by commas (--exp=none,own,peer: one warm start
+built or loaded, one table per line). In
 ALFWorld the reference is the informed expert following the game's own plan
 (crl_jax/training/guided_demos.py), so with the own plan every expert action
 is predictable from the line; elsewhere it is the searching expert. Tables
@@ -80,8 +82,10 @@ def main(argv=None) -> int:
     from models.sampling_ops import strip_stop_tokens
 
     command = parse(__doc__, argv)
-    if not _EXP.match(command.exp):
-        print(f"error: --exp={command.exp!r}: valid are none, own, peer, noisy:K", file=sys.stderr)
+    lines = command.exp.split(",")
+    if not all(_EXP.match(e) for e in lines):
+        print(f"error: --exp={command.exp!r}: valid are none, own, peer, noisy:K, "
+              f"or several of them separated by commas", file=sys.stderr)
         return 2
     with built_run(command.cfg, "step_accuracy_") as run:
         r = run.cfg.rollout
@@ -100,14 +104,18 @@ def main(argv=None) -> int:
         for where, sources in games.items():
             for src in sources:  # a mixture gets one table per environment
                 demos = reference_demos(src, src.tasks[:command.games], turns)
-                states = expert_views(demos, r.history, r.list_actions, r.show_first_observation,
-                                      line_maker(command.exp, demos))
-                stats = step_accuracy(states, propose, accepts=env_verdict(src.make))
-                print(f"\n{where} games of {src.env_name}, experience line: {command.exp} "
-                      f"({sum(d.won for d in demos)}/{len(demos)} expert games won, "
-                      f"{len(states)} states)")
-                print(format_report(stats))
-                report[f"{where}/{src.env_name}"] = {k: v.as_dict() for k, v in stats.items()}
+                for exp in lines:
+                    states = expert_views(demos, r.history, r.list_actions,
+                                          r.show_first_observation, line_maker(exp, demos))
+                    stats = step_accuracy(states, propose, accepts=env_verdict(src.make))
+                    print(f"\n{where} games of {src.env_name}, experience line: {exp} "
+                          f"({sum(d.won for d in demos)}/{len(demos)} expert games won, "
+                          f"{len(states)} states)")
+                    print(format_report(stats))
+                    key = f"{where}/{src.env_name}"
+                    if len(lines) > 1:
+                        key += f"/{exp}"
+                    report[key] = {k: v.as_dict() for k, v in stats.items()}
         write_report(report, command.json_out)
     return 0
 

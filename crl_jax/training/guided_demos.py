@@ -18,7 +18,14 @@ line from a mix of sources (``warm_start.guided_source``, e.g.
            it the warm start never shows a line naming a visible wrong
            object; on held-out games the actor then took it. Measured on
            one warm start, this source did not stop those takes
-           (RESULTS_READING, "Tried: peers whose objects are in view").
+           (RESULTS_READING, "Tried: peers whose objects are in view");
+  swap     (ALFWorld) the game's own plan with the goal's object swapped
+           for another object the game shows (one lying where the goal's
+           object is taken, when there is one), goal included, played by
+           the searching expert, which ignores it. Its walk is the own
+           plan's, so the only thing that tells it from an own line is
+           whose object it names: the one lesson that makes the actor
+           compare the line's goal with its own.
 
 In environments without an informed expert (MiniHack's mazes, key rooms and
 rivers, Sokoban, WebShop, SWE) the demonstration of the game itself follows
@@ -38,7 +45,7 @@ from crl_jax.envs.alfworld_expert import (STEP_PLACE, AlfWorldEnvExpert, kind_of
 from crl_jax.training.warmstart import Demo, plan_entry, play_expert
 
 _TAKE = re.compile(r"^take (.+?) from ")
-_SOURCE = re.compile(r"^(own|peer|peerseen|noisy([1-9]\d*))$")
+_SOURCE = re.compile(r"^(own|peer|peerseen|swap|noisy([1-9]\d*))$")
 
 
 def parse_mix(text: str) -> list[tuple[str, float]]:
@@ -47,7 +54,7 @@ def parse_mix(text: str) -> list[tuple[str, float]]:
     for part in text.split(","):
         name, _, weight = part.strip().partition(":")
         if not _SOURCE.match(name):
-            raise ValueError(f"guided source {name!r}: valid are own, peer, peerseen and noisyK "
+            raise ValueError(f"guided source {name!r}: valid are own, peer, peerseen, swap and noisyK "
                              f"(K >= 1), "
                              f"as 'name:weight' pairs separated by commas")
         try:
@@ -158,6 +165,41 @@ def seen_peers(demo: Demo, peers: Sequence[Demo]) -> list[Demo]:
     return out
 
 
+def swapped_plan(demo: Demo, rng: np.random.Generator) -> str | None:
+    """``demo``'s own plan entry naming another object than its goal's: each
+    taken object ("mug 1") is replaced by an object of one other type the
+    game shows, preferably where the goal's object was taken, and the goal's
+    type word by that type ("put a mug in ..." -> "put a cellphone in ...").
+    None when the game shows no object of another type."""
+    taken = list(dict.fromkeys(m.group(1) for a in demo.actions if (m := _TAKE.match(a))))
+    if not taken:
+        return None
+    own_type, entry = kind_of(taken[0]), plan_entry(demo)
+    at_take = [o for i, a in enumerate(demo.actions) if _TAKE.match(a)
+               for o in parse_seen(demo.observations[i])]
+    anywhere = [o for obs in demo.observations for o in parse_seen(obs)]
+    count = {t: len({o for o in anywhere if kind_of(o) == t}) for t in map(kind_of, anywhere)}
+    types = []
+    for pool in (at_take, anywhere):  # a type the plan names otherwise (a lamp) is no goal's
+        found = {kind_of(o) for o in pool} - {own_type}
+        found = {t for t in found if not re.search(rf"\b{re.escape(t)}\b", entry)}
+        # as many of them as the goal takes (two for "put two ..."), when the game has them
+        types = sorted(t for t in found if count[t] >= len(taken)) or sorted(found)
+        if types:
+            break
+    if not types:
+        return None
+    other = types[int(rng.integers(len(types)))]
+    names = sorted({o for o in anywhere if kind_of(o) == other})
+    mapping = {x: names[i % len(names)] for i, x in enumerate(taken)}
+    goal, _, steps = entry.partition(": ")
+    for old, new in mapping.items():
+        steps = re.sub(rf"\b{re.escape(old)}\b", new, steps)
+    # "mug" and "mugs" in the goal, not the "toiletpaper" of "toiletpaperhanger"
+    goal = re.sub(rf"\b{re.escape(own_type)}(?=s?\b)", other, goal)
+    return f"{goal}: {steps}"
+
+
 def plan_expert(env_name: str, steps: Sequence[str]):
     """The informed expert of ``env_name`` following ``steps``."""
     if env_name.startswith("alfworld"):
@@ -176,7 +218,12 @@ def guided_demo(demo: Demo, source: str, make: Callable[[], object], max_turns: 
                 peers: Sequence[Demo], rng: np.random.Generator,
                 alternatives: Sequence[str] = ()) -> Demo:
     """The guided demonstration of ``demo``'s game for ``source``."""
-    if source in ("peer", "peerseen"):
+    if source == "swap" and demo.env_name.startswith("alfworld"):
+        line = swapped_plan(demo, rng)
+        if line is not None:
+            return dataclasses.replace(demo, experience=line, source=source)
+        source = "peer"  # the game shows nothing else to name
+    if source in ("peer", "peerseen", "swap"):
         others = [p for p in peers if p is not demo] or [demo]
         if source == "peerseen":
             others = seen_peers(demo, others) or others

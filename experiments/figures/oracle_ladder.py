@@ -115,13 +115,17 @@ def _heldout(runs: dict) -> str:
     return f"{pair(False)} -> {pair(True)}"
 
 
-def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list) -> tuple:
-    variants = _plan(budget)[1]
+def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list,
+                  variants=None, title: str = "") -> tuple:
+    """Panels, table and arms of ``variants`` (the budget's rungs by default;
+    the last one is the no-experience reference) on ``preset``."""
+    variants = variants or _plan(budget)[1]
+    title = title or preset
     arms_here = variant_arms(preset, budget, variants)
     runs, more = common.load_runs(arms_here, root)
     notes += more
     panels = []
-    for key, title in (("train/success_guided", "guided episodes, training pool"),
+    for key, panel in (("train/success_guided", "guided episodes, training pool"),
                        ("train/success_free", "free episodes, training pool"),
                        ("eval_with_exp/success", "held-out games, with experience")):
         series = {}
@@ -130,7 +134,7 @@ def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list
                         runs.get(v.label, {}), key) if runs.get(v.label) else None
             if c:
                 series[v.label] = c
-        panels.append({"title": f"{preset}: {title}", "ylabel": "success rate", "series": series})
+        panels.append({"title": f"{title}: {panel}", "ylabel": "success rate", "series": series})
     rows = []
     grpo = runs.get(variants[-1].label, {})
     for v in variants:
@@ -145,7 +149,7 @@ def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list
             cells = _cells(mine)
         rows.append([v.label, seeds, *cells, _whole_run_cell(mine, grpo),
                      _heldout(mine) if mine else "-"])
-    table = {"caption": f"{preset}: training success of guided / free episodes (difference; "
+    table = {"caption": f"{title}: training success of guided / free episodes (difference; "
                         f"per seed), mean of the first and of the last {WINDOW} RL steps over "
                         "seeds; actions of won episodes, free / guided, last steps. Goal of the "
                         "own plan: +0.15 or more, and 1.3x fewer actions. All steps: training "

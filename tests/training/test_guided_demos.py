@@ -212,6 +212,45 @@ def test_a_seen_peer_names_objects_the_game_shows_of_another_type_than_the_goals
         assert g.experience != plan_entry(by_task[g.task])
 
 
+def test_a_swapped_plan_is_the_own_plan_naming_an_object_of_another_type_the_game_shows():
+    import re
+
+    from crl_jax.envs.alfworld_expert import kind_of, parse_seen
+    from crl_jax.training.guided_demos import swapped_plan, taken_objects
+    env = _games(40, "small")
+    demos = [play_expert(env, t, make_expert("alfworld"), 60, "alfworld") for t in range(40)]
+    rng = np.random.default_rng(0)
+    made = 0
+    for d in demos:
+        line = swapped_plan(d, rng)
+        if line is None:
+            continue
+        made += 1
+        own = plan_entry(d)
+        own_type = kind_of(sorted(taken_objects(d))[0])
+        goal, steps = line.split(": ", 1)[0], plan_steps(line)
+        took = [m.group(1) for s in steps if (m := re.match(r"take (.+?) from ", s))]
+        other = {kind_of(x) for x in took}
+        assert len(other) == 1 and own_type not in other
+        new_type = other.pop()
+        seen = {x for obs in d.observations for x in parse_seen(obs)}
+        assert set(took) <= seen  # objects the game shows, under their names
+        assert re.search(rf"\b{new_type}", goal) and not re.search(rf"\b{own_type}\b", goal)
+        assert not re.search(rf"\b{own_type} \d", line)  # no step names the goal's object
+        # the same walk and places, step for step: only the object differs
+        assert len(steps) == len(plan_steps(own))
+        for a, b in zip(steps, plan_steps(own)):
+            assert a.rsplit(" ", 2)[-2:] == b.rsplit(" ", 2)[-2:]
+    assert made >= 35  # small rooms nearly always show something else
+    assert parse_mix("own:2,swap:2") == [("own", 0.5), ("swap", 0.5)]
+    lines = guided_demos(demos[:12], lambda: _games(40, "small"), "swap:1", 1.0, 60,
+                         np.random.default_rng(1))
+    by_task = {d.task: d for d in demos}
+    for g in lines:  # the searching expert's own actions: it ignores the line
+        assert g.source == "swap" and g.actions == by_task[g.task].actions
+        assert g.experience != plan_entry(by_task[g.task])
+
+
 def test_extractor_fit_report_counts_what_exceeds_each_limit():
     from experiments.extractor_fit import report
     m = {"games": 5, "cap": 10, "clip": 700, "answer_cap": 64,

@@ -1,0 +1,69 @@
+"""Teaching the actor to distrust another game's plan: the oracle ladder's
+own-plan and peer-plan rungs, Comp. RL and GRPO on a warm start whose
+guided demonstrations swap the peer source for ``swap`` lines (the game's
+own plan naming an object of another type, which the searching expert
+ignores; crl_jax/training/guided_demos.py), beside the same four arms of
+the preset's warm start (the ladder's and Fig. 6's records, not run again).
+
+The preset's warm start shows another game's plan in a quarter of its
+guided demonstrations; the actor still takes the wrong object when such a
+line is in its prompt on held-out games, and Comp. RL's bank hands it other
+games' plans for about half of its reads. A swap line differs from an own
+line only in whose object it names, so the actor can tell them apart only
+by comparing the line's goal with its own. Greedy next-action accuracy
+with each line (`experiments/actor_step_accuracy.py --exp=none,own,peer`)
+is read in docs/RESULTS_READING.md; this figure gives what the warm start
+does in RL.
+
+    python experiments/figures/reproduce.py --budget=full --only=distrust
+
+Full budget only, ALFWorld only (the swap source needs an object to name).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from experiments.figures import plots  # noqa: E402
+from experiments.figures.ablation import Variant, variant_arms  # noqa: E402
+from experiments.figures.oracle_ladder import VARIANTS as LADDER  # noqa: E402
+from experiments.figures.oracle_ladder import preset_figure  # noqa: E402
+from experiments.figures.script import figure_main, report  # noqa: E402
+
+PRESET = "alfworld_cpu"
+SWAP_SOURCE = "own:2,noisy1:1,swap:2"
+SWAP = (f"warm_start.guided_source={SWAP_SOURCE}",)
+_OWN, _PEER, _COMP, _GRPO = LADDER[0], LADDER[3], LADDER[4], LADDER[5]
+PRESET_ARMS = (_OWN, _PEER, _COMP, _GRPO)  # the preset's warm start: committed records
+SWAP_ARMS = tuple(Variant(f"{v.label}, swap warm start", v.mode, (*v.extra, *SWAP))
+                  for v in PRESET_ARMS)
+
+
+def arms(budget: str):
+    if budget == "quick":
+        return []
+    return [a for group in (PRESET_ARMS, SWAP_ARMS) for a in variant_arms(PRESET, budget, group)]
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    if budget == "quick":
+        return []
+    notes, panels, tables, every = [], [], [], []
+    for group, title in ((PRESET_ARMS, f"{PRESET}, the preset's warm start (own:2,noisy1:1,peer:1)"),
+                         (SWAP_ARMS, f"{PRESET}, swap warm start ({SWAP_SOURCE})")):
+        p, t, a = preset_figure(PRESET, budget, root, out_dir, notes, group, title)
+        panels += p
+        tables.append(t)
+        every += a
+    name = "distrust"
+    plots.plot_curves(os.path.join(out_dir, name), "Distrust of other games' plans: the preset's "
+                      "warm start against the swap warm start (mean over seeds, band min..max)",
+                      panels)
+    return [report(name, "Distrusting another game's plan (swap warm start)", out_dir, tables,
+                   notes, {}, every, root)]
+
+
+if __name__ == "__main__":
+    figure_main(sys.modules[__name__])
