@@ -104,10 +104,11 @@ def main(argv=None) -> int:
         for where, sources in games.items():
             for src in sources:  # a mixture gets one table per environment
                 demos = reference_demos(src, src.tasks[:command.games], turns)
+                accepts = env_verdict(src.make)  # one environment for every line's states
                 for exp in lines:
                     states = expert_views(demos, r.history, r.list_actions,
                                           r.show_first_observation, line_maker(exp, demos))
-                    stats = step_accuracy(states, propose, accepts=env_verdict(src.make))
+                    stats = step_accuracy(states, propose, accepts=accepts)
                     print(f"\n{where} games of {src.env_name}, experience line: {exp} "
                           f"({sum(d.won for d in demos)}/{len(demos)} expert games won, "
                           f"{len(states)} states)")

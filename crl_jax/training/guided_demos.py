@@ -34,6 +34,7 @@ it with the (corrupted) line.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
@@ -42,7 +43,7 @@ import numpy as np
 
 from crl_jax.envs.alfworld_expert import (STEP_PLACE, AlfWorldEnvExpert, kind_of, parse_seen,
                                           room_receptacles)
-from crl_jax.training.warmstart import Demo, plan_entry, play_expert
+from crl_jax.training.warmstart import FOREIGN_SOURCES, Demo, plan_entry, play_expert
 
 _TAKE = re.compile(r"^take (.+?) from ")
 _SOURCE = re.compile(r"^(own|peer|peerseen|swap|noisy([1-9]\d*))$")
@@ -178,7 +179,7 @@ def swapped_plan(demo: Demo, rng: np.random.Generator) -> str | None:
     at_take = [o for i, a in enumerate(demo.actions) if _TAKE.match(a)
                for o in parse_seen(demo.observations[i])]
     anywhere = [o for obs in demo.observations for o in parse_seen(obs)]
-    count = {t: len({o for o in anywhere if kind_of(o) == t}) for t in map(kind_of, anywhere)}
+    count = collections.Counter(kind_of(o) for o in set(anywhere))  # names of each type
     types = []
     for pool in (at_take, anywhere):  # a type the plan names otherwise (a lamp) is no goal's
         found = {kind_of(o) for o in pool} - {own_type}
@@ -218,12 +219,12 @@ def guided_demo(demo: Demo, source: str, make: Callable[[], object], max_turns: 
                 peers: Sequence[Demo], rng: np.random.Generator,
                 alternatives: Sequence[str] = ()) -> Demo:
     """The guided demonstration of ``demo``'s game for ``source``."""
-    if source == "swap" and demo.env_name.startswith("alfworld"):
-        line = swapped_plan(demo, rng)
+    if source == "swap":
+        line = swapped_plan(demo, rng) if demo.env_name.startswith("alfworld") else None
         if line is not None:
             return dataclasses.replace(demo, experience=line, source=source)
-        source = "peer"  # the game shows nothing else to name
-    if source in ("peer", "peerseen", "swap"):
+        # nothing else to name (or no objects, outside ALFWorld): another game's plan
+    if source in FOREIGN_SOURCES:
         others = [p for p in peers if p is not demo] or [demo]
         if source == "peerseen":
             others = seen_peers(demo, others) or others

@@ -24,6 +24,12 @@ from crl_jax.rl.batch import Sample
 NAVIGATION = ("go to", "look", "inventory", "examine")
 
 
+# Guided sources whose line is not the demo's own game's plan (another game's,
+# or the own plan naming another object; crl_jax/training/guided_demos.py):
+# the expert ignores it, and a judging warm start teaches rejecting it.
+FOREIGN_SOURCES = ("peer", "peerseen", "swap")
+
+
 @dataclasses.dataclass
 class Demo:
     env_name: str
@@ -35,7 +41,7 @@ class Demo:
     task_type: str = ""
     valid: list = dataclasses.field(default_factory=list)  # admissible actions before each action
     experience: str | None = None  # the line a guided demonstration shows (None: free)
-    source: str = ""  # where that line came from (guided_demos: own, noisyK, peer)
+    source: str = ""  # where that line came from (guided_demos: own, noisyK, FOREIGN_SOURCES)
 
 
 def play_expert(env, task, expert, max_turns: int, env_name: str) -> Demo:
@@ -208,7 +214,7 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
         if experience is not None and judge_fraction > 0 and rng.random() < judge_fraction:
             samples.append(judge_sample(d, tokenizer, obs_chars))
             others = [plans[id(p)] for p in peers if plans[id(p)] != plans[id(d)]]
-            if d.source != "peer" and others:  # and another game's plan to reject: verdicts balance
+            if d.source not in FOREIGN_SOURCES and others:  # and one to reject: verdicts balance
                 samples.append(judge_sample(dataclasses.replace(
                     d, experience=others[int(rng.integers(len(others)))], source="peer"),
                     tokenizer, obs_chars))
@@ -232,11 +238,11 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
 
 
 def judge_sample(demo: Demo, tokenizer, obs_chars: int = 240) -> Sample:
-    """A guided demo's judging prompt -> "reject" for another game's plan
-    (source peer), "accept" for its own (source own or noisyK)."""
+    """A guided demo's judging prompt -> "reject" for a line that is not its
+    game's plan (FOREIGN_SOURCES), "accept" for its own (source own or noisyK)."""
     p = tokenizer.encode(critic.render_judge_compact(demo.goal, demo.observations[0],
                                                      demo.experience, obs_chars))
-    verdict = "reject" if demo.source == "peer" else "accept"
+    verdict = "reject" if demo.source in FOREIGN_SOURCES else "accept"
     a = tokenizer.encode(critic.compact_answer(verdict)) + [tokenizer.eos_id]
     return Sample(p + a, [0] * len(p) + [1] * len(a))
 

@@ -167,6 +167,10 @@ def test_warm_start_teaches_accepting_own_plans_and_rejecting_others():
                                                          peer.experience))
     assert got[1].startswith(critic.render_judge_compact(
         own.goal, "You see a shelf 1.", "put a pen in desk: put pen 1 in/on desk 2"))
+    # a line naming another object, or a seen peer's, is not the game's plan either
+    for source in ("swap", "peerseen"):
+        foreign = dataclasses.replace(peer, source=source)
+        assert [t.rsplit("judge: ", 1)[1] for t in judged([foreign], 1.0)] == ["reject"]
     assert judged([own, noisy, peer, demo], 0.0) == []
     # At 0 no judging draw is made: the other samples are those of a warm start without it.
     plain = warmstart.actor_sft_samples([own, peer, demo], tok, 1, np.random.default_rng(3))
