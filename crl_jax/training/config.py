@@ -228,7 +228,14 @@ class WarmStartSpec:
     own (the game's own plan, followed by the informed expert), noisyK (that
     plan with K wrong steps), peer (another game's plan, which the expert
     ignores), peerseen (ALFWorld: a peer whose taken objects this game shows,
-    of another type than the goal's). See crl_jax/training/guided_demos.py."""
+    of another type than the goal's), swap (ALFWorld: the own plan naming
+    another object the game shows, ignored). See
+    crl_jax/training/guided_demos.py."""
+    guided_contrast: bool = False
+    """Each guided game gives two demonstrations, one with a line the expert
+    follows and one with a line it ignores (both drawn from guided_source,
+    which must have both kinds), the same game on both sides: the only cue
+    that tells them apart is whether the line is the game's own plan."""
     # Copies of each decisive (non-navigation) demo turn. Navigation is most of
     # an expert's turns, so a tiny actor learns "go to" first and walks past a
     # visible target; repeating take/open/move/... turns balances the decisions.

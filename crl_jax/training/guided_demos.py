@@ -267,12 +267,29 @@ def own_plan_demo(env, demo: Demo, max_turns: int) -> Demo:
 
 def guided_demos(demos: Sequence[Demo], make: Callable[[], object], mix: str,
                  guided_fraction: float, max_turns: int, rng: np.random.Generator,
-                 on_demo: Callable[[], None] | None = None) -> list[Demo]:
+                 on_demo: Callable[[], None] | None = None, contrast: bool = False) -> list[Demo]:
     """The actor's warm-start demonstrations: each won searching demo is free
     (no line) or, with probability ``guided_fraction``, replaced by a guided
-    one from the mix. Lost guided replays are dropped (they teach nothing)."""
+    one from the mix. Lost guided replays are dropped (they teach nothing).
+
+    With ``contrast``, a guided game gives two demonstrations instead of one:
+    one whose line the expert follows (a source drawn from the mix's own and
+    noisyK) and one whose line it ignores (drawn from its FOREIGN_SOURCES).
+    Their first prompts are the same but for the line, and their actions
+    differ wherever the plan spares a search, so what tells the two apart is
+    exactly what a reading actor must check: whether the line is its own
+    game's plan. (Each guided
+    game counts twice: guided_fraction 1/3 keeps half the demos free.)"""
     sources = parse_mix(mix)
-    names, probs = [s for s, _ in sources], np.array([p for _, p in sources])
+    sides = [sources]
+    if contrast:
+        follow = [(s, p) for s, p in sources if s not in FOREIGN_SOURCES]
+        ignore = [(s, p) for s, p in sources if s in FOREIGN_SOURCES]
+        if not follow or not ignore:
+            raise ValueError(f"contrasting guided demos need a source the expert follows (own, "
+                             f"noisyK) and one it ignores ({', '.join(FOREIGN_SOURCES)}); "
+                             f"the mix {mix!r} has only one kind")
+        sides = [[(s, p / sum(q for _, q in side)) for s, p in side] for side in (follow, ignore)]
     wins = [d for d in demos if d.won]
     by_type: dict[str, list[Demo]] = {}
     for d in wins:
@@ -281,10 +298,13 @@ def guided_demos(demos: Sequence[Demo], make: Callable[[], object], mix: str,
     out = []
     for d in wins:
         if rng.random() < guided_fraction:
-            source = names[int(rng.choice(len(names), p=probs))]
-            g = guided_demo(d, source, make, max_turns, by_type[d.task_type], rng, alternatives)
-            if g.won:
-                out.append(g)
+            for side in sides:
+                names, probs = [s for s, _ in side], np.array([p for _, p in side])
+                source = names[int(rng.choice(len(names), p=probs))]
+                g = guided_demo(d, source, make, max_turns, by_type[d.task_type], rng,
+                                alternatives)
+                if g.won:
+                    out.append(g)
         else:
             out.append(d)
         if on_demo is not None:

@@ -93,7 +93,8 @@ def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
 # hash, so the warm starts (and the records grown from them) stay current.
 _ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0,
                        ("warm_start", "extractor_missteps"): 0.0, ("actor", "attention_chunk"): 0,
-                       ("extractor", "attention_chunk"): 0}
+                       ("extractor", "attention_chunk"): 0,
+                       ("warm_start", "guided_contrast"): False}
 
 
 def warm_start_key(cfg: RunConfig) -> str:

@@ -60,7 +60,8 @@ def actor_demos(cfg: RunConfig, demos, sources, rng: np.random.Generator) -> lis
         bar = progress_bar(len([d for d in mine if d.won]), f"guided demos ({src.env_name})",
                            "game")
         out += guided_demos(mine, src.make, cfg.warm_start.guided_source,
-                            cfg.warm_start.guided_fraction, max_turns, rng, bar.update)
+                            cfg.warm_start.guided_fraction, max_turns, rng, bar.update,
+                            contrast=cfg.warm_start.guided_contrast)
         bar.close()
     return out
 

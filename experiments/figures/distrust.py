@@ -26,19 +26,17 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import plots  # noqa: E402
-from experiments.figures.ablation import Variant, variant_arms  # noqa: E402
+from experiments.figures.ablation import variant_arms  # noqa: E402
 from experiments.figures.oracle_ladder import VARIANTS as LADDER  # noqa: E402
-from experiments.figures.oracle_ladder import preset_figure  # noqa: E402
-from experiments.figures.script import figure_main, report  # noqa: E402
+from experiments.figures.oracle_ladder import groups_figure, retagged  # noqa: E402
+from experiments.figures.script import figure_main  # noqa: E402
 
 PRESET = "alfworld_cpu"
 SWAP_SOURCE = "own:2,noisy1:1,swap:2"
 SWAP = (f"warm_start.guided_source={SWAP_SOURCE}",)
 _OWN, _PEER, _COMP, _GRPO = LADDER[0], LADDER[3], LADDER[4], LADDER[5]
 PRESET_ARMS = (_OWN, _PEER, _COMP, _GRPO)  # the preset's warm start: committed records
-SWAP_ARMS = tuple(Variant(f"{v.label}, swap warm start", v.mode, (*v.extra, *SWAP))
-                  for v in PRESET_ARMS)
+SWAP_ARMS = retagged(PRESET_ARMS, "swap warm start", SWAP)
 
 
 def arms(budget: str):
@@ -50,19 +48,12 @@ def arms(budget: str):
 def make(root: str, budget: str, out_dir: str) -> list[dict]:
     if budget == "quick":
         return []
-    notes, panels, tables, every = [], [], [], []
-    for group, title in ((PRESET_ARMS, f"{PRESET}, the preset's warm start (own:2,noisy1:1,peer:1)"),
-                         (SWAP_ARMS, f"{PRESET}, swap warm start ({SWAP_SOURCE})")):
-        p, t, a = preset_figure(PRESET, budget, root, out_dir, notes, group, title)
-        panels += p
-        tables.append(t)
-        every += a
-    name = "distrust"
-    plots.plot_curves(os.path.join(out_dir, name), "Distrust of other games' plans: the preset's "
-                      "warm start against the swap warm start (mean over seeds, band min..max)",
-                      panels)
-    return [report(name, "Distrusting another game's plan (swap warm start)", out_dir, tables,
-                   notes, {}, every, root)]
+    groups = ((PRESET_ARMS, f"{PRESET}, the preset's warm start (own:2,noisy1:1,peer:1)"),
+              (SWAP_ARMS, f"{PRESET}, swap warm start ({SWAP_SOURCE})"))
+    return groups_figure("distrust", "Distrusting another game's plan (swap warm start)",
+                         "Distrust of other games' plans: the preset's warm start against the "
+                         "swap warm start (mean over seeds, band min..max)",
+                         PRESET, budget, root, out_dir, groups)
 
 
 if __name__ == "__main__":

@@ -162,6 +162,25 @@ def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list
     return panels, table, arms_here
 
 
+def retagged(variants, tag: str, overrides: tuple) -> tuple:
+    """``variants`` run with ``overrides`` too, labelled "<label>, <tag>"."""
+    return tuple(Variant(f"{v.label}, {tag}", v.mode, (*v.extra, *overrides)) for v in variants)
+
+
+def groups_figure(name: str, heading: str, plot_title: str, preset: str, budget: str, root: str,
+                  out_dir: str, groups) -> list[dict]:
+    """One table (and three panels) per ``(variants, title)`` group of
+    ``preset``, each set against the last variant of its own group (GRPO)."""
+    notes, panels, tables, every = [], [], [], []
+    for variants, title in groups:
+        p, t, a = preset_figure(preset, budget, root, out_dir, notes, variants, title)
+        panels += p
+        tables.append(t)
+        every += a
+    plots.plot_curves(os.path.join(out_dir, name), plot_title, panels)
+    return [report(name, heading, out_dir, tables, notes, {}, every, root)]
+
+
 def make(root: str, budget: str, out_dir: str) -> list[dict]:
     notes, panels, tables, every = [], [], [], []
     for preset in _plan(budget)[0]:

@@ -251,6 +251,34 @@ def test_a_swapped_plan_is_the_own_plan_naming_an_object_of_another_type_the_gam
         assert g.experience != plan_entry(by_task[g.task])
 
 
+def test_contrasting_demos_show_each_guided_game_with_a_line_followed_and_one_ignored():
+    env = _games(30, "small")
+    demos = [play_expert(env, t, make_expert("alfworld"), 60, "alfworld") for t in range(16)]
+    wins = [d for d in demos if d.won]
+    out = guided_demos(demos, lambda: _games(30, "small"), "own:1,swap:1,peer:1", 1.0, 60,
+                       np.random.default_rng(2), contrast=True)
+    by_task = {d.task: d for d in wins}
+    pairs: dict = {}
+    for g in out:
+        pairs.setdefault(g.task, []).append(g)
+    assert set(pairs) == set(by_task)  # the informed expert and the copies all win
+    for task, (follow, ignore) in pairs.items():
+        searching = by_task[task]
+        assert follow.source == "own" and follow.experience == plan_entry(follow)
+        assert ignore.source in ("swap", "peer") and ignore.actions == searching.actions
+        assert ignore.experience != plan_entry(searching)
+        assert follow.observations[0] == ignore.observations[0]  # same game, same start
+    assert {g.source for g in out} == {"own", "swap", "peer"}
+    # a guided share of 0 leaves every game free, as without contrast
+    free = guided_demos(demos, lambda: _games(30, "small"), "own:1,peer:1", 0.0, 60,
+                        np.random.default_rng(2), contrast=True)
+    assert [d.actions for d in free] == [d.actions for d in wins]
+    assert all(d.experience is None for d in free)
+    with pytest.raises(ValueError, match="only one kind"):
+        guided_demos(demos, lambda: _games(30, "small"), "own:2,noisy1:1", 0.5, 60,
+                     np.random.default_rng(2), contrast=True)
+
+
 def test_extractor_fit_report_counts_what_exceeds_each_limit():
     from experiments.extractor_fit import report
     m = {"games": 5, "cap": 10, "clip": 700, "answer_cap": 64,
