@@ -43,8 +43,7 @@ def arms(budget: str):
 def make(root: str, budget: str, out_dir: str) -> list[dict]:
     if budget == "quick":
         return []
-    groups = ((PRESET_ARMS, f"{PRESET}, the preset's 10-turn cap"),
-              (LOOSE_ARMS, f"{PRESET}, a {LOOSE_CAP}-turn cap"))
+    groups = ((PRESET_ARMS, "10 turns (the preset's)"), (LOOSE_ARMS, f"{LOOSE_CAP} turns"))
     return groups_figure("turn_cap", f"The own plan at the preset's cap and at {LOOSE_CAP} turns",
                          f"Own-plan oracle and GRPO at 10 and {LOOSE_CAP} turns (mean over "
                          "seeds, band min..max)", PRESET, budget, root, out_dir, groups)
