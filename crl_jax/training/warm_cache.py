@@ -19,6 +19,7 @@ leaves a half-written entry behind.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ import jax
 import numpy as np
 import safetensors.numpy
 
+from crl_jax.training import config_io
 from crl_jax.training.config import ModelSpec, RunConfig, WarmStartSpec
 from crl_jax.training.config_io import config_to_dict
 
@@ -61,6 +63,11 @@ class WarmStartInputs:
     obs_chars: int
     show_first_observation: bool
     warm_start: WarmStartSpec  # its cache_dir (a place, not a setting) blanked
+    # The RL pool the demonstrations are kept off (train.task_pool with
+    # train.pool_disjoint, else 0): another pool leaves other games to
+    # demonstrate. Hashed only where it differs from the preset's own
+    # (_pool_in_key), so the keys of runs on the preset's pool stay as before.
+    demo_pool_excluded: int = 0
 
 
 KEY_SCHEME = "ws7"  # bump when the warm-start code changes what the same inputs give
@@ -85,7 +92,21 @@ def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
         demo_turns=e.max_episode_steps or r.max_turns, prompt_format=r.format,
         history=r.history, list_actions=r.list_actions, obs_chars=r.obs_chars,
         show_first_observation=r.show_first_observation,
-        warm_start=dataclasses.replace(cfg.warm_start, cache_dir=""))
+        warm_start=dataclasses.replace(cfg.warm_start, cache_dir=""),
+        demo_pool_excluded=_pool_excluded(cfg))
+
+
+def _pool_excluded(cfg: RunConfig) -> int:
+    return cfg.train.task_pool if cfg.train.pool_disjoint else 0
+
+
+@functools.lru_cache(maxsize=None)
+def _preset_pool_excluded(name: str) -> int | None:
+    """The RL pool preset ``name`` keeps its demonstrations off; None when
+    ``name`` is no preset (a config built in code)."""
+    if config_io.unknown_preset_message(name):
+        return None
+    return _pool_excluded(config_io.load_preset(name))
 
 
 # Warm-start settings added after the current schemes, with the value that
@@ -105,6 +126,10 @@ def warm_start_key(cfg: RunConfig) -> str:
 def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
     """The cache key of ``inputs`` in key scheme ``scheme``."""
     fields = dataclasses.asdict(inputs)
+    # Keys made before the field existed were all of runs on their preset's
+    # pool: at that value it stays out of the hash.
+    if inputs.demo_pool_excluded == _preset_pool_excluded(inputs.name):
+        del fields["demo_pool_excluded"]
     for (section, name), neutral in _ADDED_SINCE_SCHEME.items():
         if fields[section][name] == neutral:
             del fields[section][name]

@@ -210,6 +210,8 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     assert fields["warm_start"].pop("judge_fraction") == 0.0
     assert fields["warm_start"].pop("extractor_missteps") == 0.0
     assert fields["actor"].pop("attention_chunk") == fields["extractor"].pop("attention_chunk") == 0
+    assert fields["warm_start"].pop("guided_contrast") is False
+    assert fields["demo_pool_excluded"] == 4  # these tests' pool, not the preset's 16: hashed
     blob = json.dumps(fields, sort_keys=True).encode()
     assert base == f"{inputs.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
     judging = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
@@ -221,6 +223,24 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     chunked = dataclasses.replace(inputs, actor=dataclasses.replace(inputs.actor,
                                                                     attention_chunk=512))
     assert key_of(chunked) != base
+    contrast = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
+                                                                          guided_contrast=True))
+    assert key_of(contrast) not in (base, key_of(chunked))
+    # another RL pool leaves other games to demonstrate: another warm start
+    pools = {warm_start_key(_cfg(tmp_path, "warm_start.extractor_missteps=0", *o)) for o in
+             ((), ("train.task_pool=16",), ("train.task_pool=32",), ("train.pool_disjoint=false",))}
+    assert len(pools) == 4 and base in pools
+    # the preset's own pool (16 games) stays out of the hash, as before the field
+    preset_pool = warm_start_inputs(_cfg(tmp_path, "warm_start.extractor_missteps=0",
+                                         "train.task_pool=16"))
+    fields = dataclasses.asdict(preset_pool)
+    assert fields.pop("demo_pool_excluded") == 16
+    for section, name in (("warm_start", "judge_fraction"), ("warm_start", "extractor_missteps"),
+                          ("actor", "attention_chunk"), ("extractor", "attention_chunk"),
+                          ("warm_start", "guided_contrast")):
+        fields[section].pop(name)
+    blob = json.dumps(fields, sort_keys=True).encode()
+    assert key_of(preset_pool) == f"alfworld_cpu-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
     for field in dataclasses.fields(WarmStartInputs):
         value = getattr(inputs, field.name)
         if dataclasses.is_dataclass(value):
