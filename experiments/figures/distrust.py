@@ -26,9 +26,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import variant_arms  # noqa: E402
 from experiments.figures.oracle_ladder import VARIANTS as LADDER  # noqa: E402
-from experiments.figures.oracle_ladder import groups_figure, retagged  # noqa: E402
+from experiments.figures.oracle_ladder import groups_arms, groups_figure, retagged  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
 PRESET = "alfworld_cpu"
@@ -40,14 +39,10 @@ SWAP_ARMS = retagged(PRESET_ARMS, "swap warm start", SWAP)
 
 
 def arms(budget: str):
-    if budget == "quick":
-        return []
-    return [a for group in (PRESET_ARMS, SWAP_ARMS) for a in variant_arms(PRESET, budget, group)]
+    return groups_arms(PRESET, budget, PRESET_ARMS, SWAP_ARMS)
 
 
 def make(root: str, budget: str, out_dir: str) -> list[dict]:
-    if budget == "quick":
-        return []
     groups = ((PRESET_ARMS, f"{PRESET}, the preset's warm start (own:2,noisy1:1,peer:1)"),
               (SWAP_ARMS, f"{PRESET}, swap warm start ({SWAP_SOURCE})"))
     return groups_figure("distrust", "Distrusting another game's plan (swap warm start)",

@@ -167,10 +167,21 @@ def retagged(variants, tag: str, overrides: tuple) -> tuple:
     return tuple(Variant(f"{v.label}, {tag}", v.mode, (*v.extra, *overrides)) for v in variants)
 
 
+def groups_arms(preset: str, budget: str, *groups) -> list:
+    """The arms of each group of variants on ``preset`` (full budget only:
+    none at the quick one)."""
+    if budget == "quick":
+        return []
+    return [a for group in groups for a in variant_arms(preset, budget, group)]
+
+
 def groups_figure(name: str, heading: str, plot_title: str, preset: str, budget: str, root: str,
                   out_dir: str, groups) -> list[dict]:
     """One table (and three panels) per ``(variants, title)`` group of
-    ``preset``, each set against the last variant of its own group (GRPO)."""
+    ``preset``, each set against the last variant of its own group (GRPO);
+    nothing at the quick budget."""
+    if budget == "quick":
+        return []
     notes, panels, tables, every = [], [], [], []
     for variants, title in groups:
         p, t, a = preset_figure(preset, budget, root, out_dir, notes, variants, title)

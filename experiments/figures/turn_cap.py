@@ -23,9 +23,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import variant_arms  # noqa: E402
 from experiments.figures.oracle_ladder import VARIANTS as LADDER  # noqa: E402
-from experiments.figures.oracle_ladder import groups_figure, retagged  # noqa: E402
+from experiments.figures.oracle_ladder import groups_arms, groups_figure, retagged  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
 
 PRESET = "alfworld_cpu"
@@ -35,14 +34,10 @@ LOOSE_ARMS = retagged(PRESET_ARMS, f"{LOOSE_CAP}-turn cap", (f"rollout.max_turns
 
 
 def arms(budget: str):
-    if budget == "quick":
-        return []
-    return [a for group in (PRESET_ARMS, LOOSE_ARMS) for a in variant_arms(PRESET, budget, group)]
+    return groups_arms(PRESET, budget, PRESET_ARMS, LOOSE_ARMS)
 
 
 def make(root: str, budget: str, out_dir: str) -> list[dict]:
-    if budget == "quick":
-        return []
     groups = ((PRESET_ARMS, "10 turns (the preset's)"), (LOOSE_ARMS, f"{LOOSE_CAP} turns"))
     return groups_figure("turn_cap", f"The own plan at the preset's cap and at {LOOSE_CAP} turns",
                          f"Own-plan oracle and GRPO at 10 and {LOOSE_CAP} turns (mean over "
