@@ -40,7 +40,7 @@ from experiments.figures.sweep import run_arms  # noqa: E402
 
 SCRIPTS = ("oracle_ladder", "fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask",
            "fig9", "fig5_ablations", "sdae", "retrieval", "actor_critic", "extractor_updates",
-           "reward_baseline", "extractor_missteps", "entry_quality", "distrust", "turn_cap")
+           "reward_baseline", "extractor_missteps", "entry_quality", "distrust", "regime")
 ALIASES = {"ladder": "oracle_ladder", "fig3": "fig3_pilot", "fig6": "fig6_success",
            "fig7": "fig7_actions", "table1": "table1_multitask", "fig5": "fig5_ablations"}
 
