@@ -35,7 +35,9 @@ LARGE_POOL = 64
 PRESET_ARMS = (LADDER[0], LADDER[-1])  # own plan, GRPO: committed records
 LOOSE_ARMS = retagged(PRESET_ARMS, f"{LOOSE_CAP}-turn cap", (f"rollout.max_turns={LOOSE_CAP}",))
 # as many games generated beyond the pool as the preset leaves (1,000 demos)
-POOL_ARMS = retagged(PRESET_ARMS, f"{LARGE_POOL}-game pool",
+# Comp. RL too on the large pool: does a learned bank pay where GRPO cannot
+# learn the pool by revisits? (LADDER[4]: its preset records are Fig. 6's.)
+POOL_ARMS = retagged((LADDER[0], LADDER[4], LADDER[-1]), f"{LARGE_POOL}-game pool",
                      (f"train.task_pool={LARGE_POOL}", f"env.num_generated={1000 + LARGE_POOL}"))
 
 
