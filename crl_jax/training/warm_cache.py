@@ -103,8 +103,12 @@ def _pool_excluded(cfg: RunConfig) -> int:
 @functools.lru_cache(maxsize=None)
 def _preset_pool_excluded(name: str) -> int | None:
     """The RL pool preset ``name`` keeps its demonstrations off; None when
-    ``name`` is no preset (a config built in code)."""
-    if config_io.unknown_preset_message(name):
+    ``name`` is no preset (a config built in code, or crl_jax used as a
+    library away from this repository's experiments/ package)."""
+    try:
+        if config_io.unknown_preset_message(name):
+            return None
+    except ModuleNotFoundError:
         return None
     return _pool_excluded(config_io.load_preset(name))
 
