@@ -12,7 +12,8 @@ cap only the searches that end early win. From 12 turns they show 1.34x,
 but the searching expert wins 0.93 of the games. On a 16-game pool the
 actor revisits every game each few steps and may learn where things are in
 its weights, which would leave the plan less to add; a 64-game pool (each
-game met about once in 20 steps of 4 tasks) tests that.
+game met about once in 20 steps of 4 tasks) tests that, with Comp. RL
+beside the oracle there (a game met once has no entry of its own yet).
 
     python experiments/figures/reproduce.py --budget=full --only=regime
 
