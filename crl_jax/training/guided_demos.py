@@ -278,8 +278,8 @@ def guided_demos(demos: Sequence[Demo], make: Callable[[], object], mix: str,
     Their first prompts are the same but for the line, and their actions
     differ wherever the plan spares a search, so what tells the two apart is
     exactly what a reading actor must check: whether the line is its own
-    game's plan. (Each guided
-    game counts twice: guided_fraction 1/3 keeps half the demos free.)"""
+    game's plan. (Each guided game counts twice: guided_fraction 1/3 keeps
+    half the demos free.)"""
     sources = parse_mix(mix)
     sides = [sources]
     if contrast:
@@ -289,7 +289,12 @@ def guided_demos(demos: Sequence[Demo], make: Callable[[], object], mix: str,
             raise ValueError(f"contrasting guided demos need a source the expert follows (own, "
                              f"noisyK) and one it ignores ({', '.join(FOREIGN_SOURCES)}); "
                              f"the mix {mix!r} has only one kind")
-        sides = [[(s, p / sum(q for _, q in side)) for s, p in side] for side in (follow, ignore)]
+        sides = [follow, ignore]
+    # Each side's names and probabilities, built once. parse_mix normalised the
+    # whole mix; only a contrast side needs it again (dividing the whole mix
+    # by its float sum could move a draw and change the preset's warm starts).
+    draws = [([s for s, _ in side], np.array([p for _, p in side])) for side in sides]
+    draws = [(names, probs / probs.sum() if contrast else probs) for names, probs in draws]
     wins = [d for d in demos if d.won]
     by_type: dict[str, list[Demo]] = {}
     for d in wins:
@@ -298,8 +303,7 @@ def guided_demos(demos: Sequence[Demo], make: Callable[[], object], mix: str,
     out = []
     for d in wins:
         if rng.random() < guided_fraction:
-            for side in sides:
-                names, probs = [s for s, _ in side], np.array([p for _, p in side])
+            for names, probs in draws:
                 source = names[int(rng.choice(len(names), p=probs))]
                 g = guided_demo(d, source, make, max_turns, by_type[d.task_type], rng,
                                 alternatives)

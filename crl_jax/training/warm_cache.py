@@ -66,7 +66,7 @@ class WarmStartInputs:
     # The RL pool the demonstrations are kept off (train.task_pool with
     # train.pool_disjoint, else 0): another pool leaves other games to
     # demonstrate. Hashed only where it differs from the preset's own
-    # (_pool_in_key), so the keys of runs on the preset's pool stay as before.
+    # (inputs_key), so the keys of runs on the preset's pool stay as before.
     demo_pool_excluded: int = 0
 
 

@@ -87,10 +87,15 @@ def _cells(runs: dict) -> list[str]:
         f, fs = _seed_mean(runs, "train/success_free", first)
         per = ", ".join(fmt(a - b) for a, b in zip(gs, fs))
         out.append(f"{fmt(g)} / {fmt(f)} ({'+' if g >= f else ''}{fmt(g - f)}; seeds {per})")
-    ag, _ = _seed_mean(runs, "train/actions_when_won_guided", False)
-    af, _ = _seed_mean(runs, "train/actions_when_won_free", False)
-    out.append(f"{fmt(af, 1)} / {fmt(ag, 1)} = {fmt(af / ag)}x" if ag == ag and ag else "n/a")
+    out.append(" -> ".join(_actions(runs, first) for first in (True, False)))
     return out
+
+
+def _actions(runs: dict, first: bool) -> str:
+    """Actions of won episodes, free / guided and their ratio, in one window."""
+    ag, _ = _seed_mean(runs, "train/actions_when_won_guided", first)
+    af, _ = _seed_mean(runs, "train/actions_when_won_free", first)
+    return f"{fmt(af, 1)} / {fmt(ag, 1)} = {fmt(af / ag)}x" if ag == ag and ag else "n/a"
 
 
 def _eval_at(rows, key: str, last: bool) -> float:
@@ -144,20 +149,23 @@ def preset_figure(preset: str, budget: str, root: str, out_dir: str, notes: list
             cells = ["-", "-", "-"]
         elif v.mode == "none":  # every episode free: its training success, for scale
             cells = [f"{fmt(_seed_mean(mine, 'train/success', first)[0])} (all free)"
-                     for first in (True, False)] + ["-"]
+                     for first in (True, False)]
+            cells.append(" -> ".join(fmt(_seed_mean(mine, "train/actions_when_won", first)[0], 1)
+                                     for first in (True, False)) + " (all free)")
         else:
             cells = _cells(mine)
         rows.append([v.label, seeds, *cells, _whole_run_cell(mine, grpo),
                      _heldout(mine) if mine else "-"])
     table = {"caption": f"{title}: training success of guided / free episodes (difference; "
                         f"per seed), mean of the first and of the last {WINDOW} RL steps over "
-                        "seeds; actions of won episodes, free / guided, last steps. Goal of the "
-                        "own plan: +0.15 or more, and 1.3x fewer actions. All steps: training "
-                        "success (guided and free) over every RL step, seed mean (per seed) "
-                        "and its ratio to GRPO's. Held-out: success on unseen games without / "
-                        "with experience, first -> last evaluation.",
+                        "seeds; actions of won episodes, free / guided, first -> last steps. Goal "
+                        "of the own plan: +0.15 or more, and 1.3x fewer actions. All steps: "
+                        "training success (guided and free) over every RL step, seed mean "
+                        "(per seed) and its ratio to GRPO's. Held-out: success on unseen games "
+                        "without / with experience, first -> last evaluation.",
              "columns": ["arm", "seeds", f"first {WINDOW} steps", f"last {WINDOW} steps",
-                         "actions when won, free / guided", "all steps", "held-out, no exp. / with"],
+                         f"actions when won, free / guided, first -> last {WINDOW}", "all steps",
+                         "held-out, no exp. / with"],
              "rows": rows}
     return panels, table, arms_here
 

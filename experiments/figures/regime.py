@@ -26,6 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from crl_jax.training.config_io import load_preset  # noqa: E402
 from experiments.figures.oracle_ladder import VARIANTS as LADDER  # noqa: E402
 from experiments.figures.oracle_ladder import groups_arms, groups_figure, retagged  # noqa: E402
 from experiments.figures.script import figure_main  # noqa: E402
@@ -35,11 +36,14 @@ LOOSE_CAP = 12
 LARGE_POOL = 64
 PRESET_ARMS = (LADDER[0], LADDER[-1])  # own plan, GRPO: committed records
 LOOSE_ARMS = retagged(PRESET_ARMS, f"{LOOSE_CAP}-turn cap", (f"rollout.max_turns={LOOSE_CAP}",))
-# as many games generated beyond the pool as the preset leaves (1,000 demos)
-# Comp. RL too on the large pool: does a learned bank pay where GRPO cannot
-# learn the pool by revisits? (LADDER[4]: its preset records are Fig. 6's.)
+# The larger pool leaves as many generated games to demonstrate as the
+# preset's does (1,000). Comp. RL runs on it too: does a learned bank pay
+# where GRPO cannot learn the pool by revisits? (LADDER[4]; its preset
+# records are Fig. 6's.)
+_BASE = load_preset(PRESET)
+GENERATED = _BASE.env.num_generated - _BASE.train.task_pool + LARGE_POOL
 POOL_ARMS = retagged((LADDER[0], LADDER[4], LADDER[-1]), f"{LARGE_POOL}-game pool",
-                     (f"train.task_pool={LARGE_POOL}", f"env.num_generated={1000 + LARGE_POOL}"))
+                     (f"train.task_pool={LARGE_POOL}", f"env.num_generated={GENERATED}"))
 
 
 def arms(budget: str):

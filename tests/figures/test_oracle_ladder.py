@@ -26,3 +26,14 @@ def test_oracle_ladder_whole_run_cell_averages_every_rl_step_and_divides_by_grpo
     assert oracle_ladder._whole_run_cell(grpo, grpo) == "0.40 (0.30, 0.50, 1.00x GRPO)"
     assert oracle_ladder._whole_run_cell({}, grpo) == "-"
     assert oracle_ladder._whole_run_cell(arm, {}) == "0.45 (0.30, 0.60)"
+
+
+def test_oracle_ladder_actions_cell_gives_the_first_and_the_last_window():
+    from experiments.figures import oracle_ladder
+    # 10 steps: the first 5 (WINDOW) and the last 5 are disjoint; one seed
+    rows = [{"step": s, "train/actions_when_won_free": 9.0 if s <= 5 else 8.0,
+             "train/actions_when_won_guided": 6.0 if s <= 5 else 5.0} for s in range(1, 11)]
+    assert oracle_ladder._actions({0: rows}, True) == "9.0 / 6.0 = 1.50x"
+    assert oracle_ladder._actions({0: rows}, False) == "8.0 / 5.0 = 1.60x"
+    assert oracle_ladder._cells({0: rows})[-1] == "9.0 / 6.0 = 1.50x -> 8.0 / 5.0 = 1.60x"
+    assert oracle_ladder._actions({0: [{"step": 1, "train/success": 0.5}]}, True) == "n/a"
