@@ -111,7 +111,7 @@ def test_guided_episodes_query_by_goal_and_read_nothing_on_a_miss(key):
     episode whose retrieval found nothing plays without an experience line."""
     from crl_jax.envs.registry import make_env
     from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
-    from tests.trainer.test_tools_and_distillation import CharTokenizer, ScriptedSampler
+    from tests.rl.test_tools_and_distillation import CharTokenizer, ScriptedSampler
     tok = CharTokenizer()
     envs = [make_env("alfworld", split="generated", num_generated=2, seed=0) for _ in range(2)]
     engine = RolloutEngine(ScriptedSampler(tok, [["look"], ["look"]]), tok,

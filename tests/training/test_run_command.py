@@ -158,7 +158,7 @@ def test_a_run_ends_with_its_table_and_a_resume_shows_the_whole_run(tmp_path):
     and free episodes, no extractor): the closing table has both training
     windows' guided and free columns and every evaluation; resumed for one
     more step, it still shows the steps before the resume."""
-    from tests.trainer.test_runs import SMALL
+    from tests.training.test_runs import SMALL
     out = tmp_path / "run"
     keys = [f"--{k}" for k in SMALL] + ["--experience.mode=oracle", "--train.eval_every=1",
                                         "--train.checkpoint_every=1"]

@@ -71,7 +71,7 @@ class _Crash(RuntimeError):
     pass
 
 
-# The default suite's resume test is tests/trainer/test_sync_runs.py (a SIGKILLed
+# The default suite's resume test is tests/training/test_sync_runs.py (a SIGKILLed
 # Comp. RL run resumes to equal metrics, bank and parameters); this one, the
 # GRPO path crashing in-process, runs with the slow tests.
 @pytest.mark.slow

@@ -15,8 +15,8 @@ from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
 from crl_jax.training import warmstart
 from crl_jax.training.config import RunConfig
 from models.sampler import GenerationResult
-from tests.trainer.test_reward_baseline import plan_writing_manager
-from tests.trainer.test_tools_and_distillation import CharTokenizer
+from tests.rl.test_reward_baseline import plan_writing_manager
+from tests.rl.test_tools_and_distillation import CharTokenizer
 
 
 @pytest.mark.parametrize("text, want", [
@@ -200,7 +200,7 @@ def test_a_run_with_the_actor_critic_logs_verdicts_and_their_latency(tmp_path):
     episode finds an entry, so every step judges some)."""
     from crl_jax.training.loop import run_training
     from crl_jax.training.metrics import read_metrics
-    from tests.trainer.test_runs import _config
+    from tests.training.test_runs import _config
 
     cfg = _config("alfworld_cpu", tmp_path, ["experience.mode=oracle", "experience.actor_critic=true",
                                             "warm_start.judge_fraction=1.0", "train.steps=1",
@@ -219,7 +219,7 @@ def test_a_run_with_the_actor_critic_logs_verdicts_and_their_latency(tmp_path):
 
 
 def test_chat_format_judging_prompt_and_stop():
-    from tests.trainer.test_tools_and_distillation import ChatCharTokenizer, ScriptedSampler
+    from tests.rl.test_tools_and_distillation import ChatCharTokenizer, ScriptedSampler
 
     tok = ChatCharTokenizer()
     env = make_env("alfworld", split="generated", num_generated=2, seed=0)

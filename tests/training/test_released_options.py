@@ -18,7 +18,7 @@ from crl_jax.rl.rollout import Episode, RolloutConfig, RolloutEngine, Turn
 from crl_jax.training.config import AdvantageSpec
 from crl_jax.training.config_io import apply_overrides, load_preset
 from crl_jax.training.step import feed_manager
-from tests.trainer.test_tools_and_distillation import CharTokenizer, ScriptedSampler
+from tests.rl.test_tools_and_distillation import CharTokenizer, ScriptedSampler
 
 
 @pytest.mark.parametrize("ends", [True, False])

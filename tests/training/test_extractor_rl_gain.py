@@ -18,8 +18,8 @@ from crl_jax.training.entry_tracking import EntryTracker
 from crl_jax.training.loop import run_training
 from crl_jax.training.metrics import read_metrics
 from crl_jax.training.run_dir import prepare_run_dir
-from tests.trainer import sync_driver
-from tests.trainer.test_runs import _config
+from tests.training import sync_driver
+from tests.training.test_runs import _config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -29,14 +29,14 @@ from crl_jax.training.metrics import is_clock_metric, read_metrics
 from crl_jax.rl.rollout import RolloutEngine
 from crl_jax.training.processes import launch_local
 from models.distributed import ProcessShare
-from tests.trainer.test_runs import SMALL
+from tests.training.test_runs import SMALL
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN = os.path.join(ROOT, "experiments", "run.py")
 # Two RL steps of 4 episodes (2 tasks x 2, one guided), each process playing
 # 2 of them; step 2 reads the entries step 1 consolidated, the extractor
 # trains from step 2 on; evaluated and checkpointed at the end. The driver's
-# extractor always adds an entry (tests/trainer/sync_driver.py).
+# extractor always adds an entry (tests/training/sync_driver.py).
 FLAGS = [f"--{kv}" for kv in SMALL] + [
     "--experience.sync=true", "--experience.extractor_updates_per_step=2",
     "--experience.bank.train_batch_size=1"]
@@ -51,7 +51,7 @@ def _env(devices: int) -> dict:
 
 
 def _run(out, *extra, devices=1, timeout=600):
-    cmd = [sys.executable, "-m", "tests.trainer.sync_driver", "--config=alfworld_cpu",
+    cmd = [sys.executable, "-m", "tests.training.sync_driver", "--config=alfworld_cpu",
            f"--out_dir={out}", *FLAGS, *extra]
     proc = subprocess.run(cmd, env=_env(devices), cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
@@ -150,7 +150,7 @@ def test_a_killed_process_stops_the_job_and_all_resume_to_the_same_run(tmp_path)
     ckpt = ["--train.checkpoint_every=1"]
     ref = _run(one, *ckpt, devices=2)
     assert ref.returncode == 0, ref.stderr[-3000:]
-    cmd = [sys.executable, "-m", "tests.trainer.sync_driver", "--config=alfworld_cpu",
+    cmd = [sys.executable, "-m", "tests.training.sync_driver", "--config=alfworld_cpu",
            f"--out_dir={two}", *FLAGS, *ckpt, "--cpu_processes=2"]
     job = subprocess.Popen(cmd, env=_env(1), cwd=ROOT, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)

@@ -22,7 +22,7 @@ from crl_jax.training.warm_cache import (
     warm_start_inputs,
     warm_start_key,
 )
-from tests.trainer.test_runs import SMALL
+from tests.training.test_runs import SMALL
 
 
 def _cfg(tmp_path, *extra):

@@ -19,8 +19,8 @@ from crl_jax.training.checkpointing import RunCheckpointer
 from crl_jax.training.components import build_run
 from crl_jax.training.loop import run_training
 from crl_jax.training.metrics import is_clock_metric, read_metrics
-from tests.trainer import sync_driver
-from tests.trainer.test_runs import SMALL, _config
+from tests.training import sync_driver
+from tests.training.test_runs import SMALL, _config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Comp. RL with consolidation, merges and guided episodes every step; the
@@ -82,7 +82,7 @@ def test_a_seed_repeats_its_run_and_a_killed_run_resumes_exactly(tmp_path, monke
     out = tmp_path / "killed"
     args = [f"--{k}" for k in SMALL + keys] + [f"--out_dir={out}"]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.trainer.sync_driver", *args], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "tests.training.sync_driver", *args], cwd=ROOT,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     deadline = time.monotonic() + 240

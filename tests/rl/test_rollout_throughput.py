@@ -5,7 +5,7 @@ import pytest
 from crl_jax.envs.registry import make_env
 from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
 from crl_jax.training.step import rollout_throughput
-from tests.trainer.test_tools_and_distillation import CharTokenizer, ScriptedSampler
+from tests.rl.test_tools_and_distillation import CharTokenizer, ScriptedSampler
 
 
 def test_the_engine_counts_the_tokens_it_sampled():
