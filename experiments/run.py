@@ -15,8 +15,6 @@ import os
 import sys
 from typing import Annotated
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 def _dry_run_devices(argv: list[str]) -> None:
     """--dry_run lays the models out on --devices fake CPU devices. XLA reads
@@ -43,6 +41,7 @@ import tyro  # noqa: E402
 from crl_jax.training import config_io  # noqa: E402
 from crl_jax.training.config import RunConfig  # noqa: E402
 from crl_jax.training.run_dir import CONFIG_FILENAME, RunDirError, prepare_run_dir  # noqa: E402
+from experiments.configs import PRESETS  # noqa: E402
 
 DEFAULT_PRESET = "alfworld_cpu"
 
@@ -92,10 +91,10 @@ class Command:
 
 def _description() -> str:
     def profiles(name: str) -> str:
-        names = config_io.preset_profiles(name)
+        names = PRESETS.profiles(name)
         return f" Profiles: {', '.join(names)} (--config={name}:{names[-1]})." if names else ""
-    presets = "\n".join(f"  {name:<18} {config_io.preset_summary(name)}{profiles(name)}"
-                        for name in config_io.list_presets())
+    presets = "\n".join(f"  {name:<18} {PRESETS.summary(name)}{profiles(name)}"
+                        for name in PRESETS.names())
     return (f"{__doc__.strip()}\n\nPresets (--config=NAME, default {DEFAULT_PRESET}):\n{presets}\n\n"
             "A run writes config.json, metrics.jsonl, TensorBoard events, log.txt and "
             "checkpoints/ to its run directory.")
@@ -124,7 +123,7 @@ def _saved_config(preset: RunConfig, argv: list[str]) -> RunConfig:
 
 def parse_command(argv: list[str]) -> Command:
     return config_io.parse_preset_command(Command, argv, DEFAULT_PRESET, _description(),
-                                          base=_saved_config)
+                                          presets=PRESETS, base=_saved_config)
 
 
 def _without_flag(argv: list[str], flag: str) -> list[str]:

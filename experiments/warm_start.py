@@ -14,17 +14,16 @@ rebuilt. Paper-scale presets start from checkpoints and have no warm start.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import tempfile
 from typing import Annotated
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import tyro  # noqa: E402
+import tyro
 
-from crl_jax.training import config_io  # noqa: E402
-from crl_jax.training.config import RunConfig  # noqa: E402
+from crl_jax.training import config_io
+from experiments.configs import PRESETS
+from crl_jax.training.config import RunConfig
 
 DEFAULT_PRESET = "alfworld_cpu"
 
@@ -40,7 +39,7 @@ class Command:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    command = config_io.parse_preset_command(Command, argv, DEFAULT_PRESET, __doc__)
+    command = config_io.parse_preset_command(Command, argv, DEFAULT_PRESET, __doc__, presets=PRESETS)
     cfg = command.cfg
     if cfg.actor.checkpoint:
         print(f"error: preset {command.config} starts from checkpoints: it has no warm start",

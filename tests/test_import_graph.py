@@ -112,3 +112,41 @@ def test_imports_flow_one_way(package, forbidden):
     bad = sorted(f"{m} imports {t}" for m, targets in _graph().items() if m.startswith(package + ".")
                  for t in targets if t.split(".")[0] == forbidden)
     assert not bad, bad
+
+
+def _experiments_references(path: str) -> list[str]:
+    """Where a module of the library reaches for the experiments package: an
+    import, or a string that names one of its modules (``import_module`` and
+    the like take their target as a string)."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [w for w in node.value.split() if w.startswith("experiments.")]
+        else:
+            continue
+        found += [f"line {node.lineno}: {n}" for n in names
+                  if n == "experiments" or n.startswith("experiments.")]
+    return found
+
+
+def test_the_library_never_imports_the_experiments():
+    # The scripts depend on the library, never the reverse: presets are handed
+    # in (config_io.PresetCatalog), not looked up by the library.
+    bad = {name: refs for name, path in _modules().items()
+           if (refs := _experiments_references(path))}
+    assert not bad, bad
+
+
+def test_the_experiments_check_finds_an_import(tmp_path):
+    for source in ("import experiments.configs\n", "from experiments import configs\n",
+                   "import importlib\nimportlib.import_module('experiments.configs')\n"):
+        path = tmp_path / "m.py"
+        path.write_text(source)
+        assert _experiments_references(str(path)), source
+    path.write_text("# see experiments/run.py\nx = 'an experiments folder'\n")
+    assert not _experiments_references(str(path))

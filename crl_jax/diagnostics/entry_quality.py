@@ -8,7 +8,7 @@ taught to write for that trajectory (``warmstart.plan_entry``: the goal, then
 the decisive actions): exact match, goal copied, and F1 of the plan's steps
 as sets (order aside).
 
-    python experiments/extractor_quality.py --config=alfworld_cpu
+    python experiments/diagnostics/extractor_quality.py --config=alfworld_cpu
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ page lists no admissible actions) are judged as a rollout would judge them.
 Without it, a proposal counts as accepted when the state's admissible list
 holds it.
 
-    python experiments/actor_step_accuracy.py --config=alfworld_cpu
+    python experiments/diagnostics/actor_step_accuracy.py --config=alfworld_cpu
 """
 from __future__ import annotations
 

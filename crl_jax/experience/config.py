@@ -33,7 +33,7 @@ class ExperienceConfig:
     """usearch HNSW search width while adding entries."""
     expansion_search: int = 64
     """usearch HNSW search width while searching."""
-    # How the writer makes a new snapshot visible (experiments/bench_experience.py
+    # How the writer makes a new snapshot visible (experiments/benchmarks/bench_experience.py
     # compares them). "delta" (default): an immutable base under small delta
     # layers, merged in the background; a publish costs O(batch) at any bank
     # size (crl_jax/experience/delta_store.py). "copy": the writer serialises its

@@ -1,7 +1,8 @@
 """Run configurations on the command line and on disk, parsed by tyro.
 
 The schema is the tree of frozen dataclasses in `crl_jax.training.config`;
-presets are modules under experiments/configs/ with a `get_config()`. One
+presets are the modules of a package with a `get_config()`, read through a
+`PresetCatalog` the entry points hand in. One
 parser, tyro, reads every source of settings against that schema, so types,
 choices (Literal fields) and unknown keys are checked the same way whether
 they come from the command line (``--train.steps=3``), from code
@@ -29,7 +30,6 @@ from typing import Any, Mapping, Sequence, TypeVar
 import tyro
 
 ConfigT = TypeVar("ConfigT")
-PRESETS_PACKAGE = "experiments.configs"
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 # Config booleans take a value (--experience.search_and_ask=True), like every
 # other key, so a saved config and an override read the same way.
@@ -45,57 +45,62 @@ class ConfigError(ValueError):
 # --------------------------------------------------------------------------- #
 
 
-def list_presets(package: str = PRESETS_PACKAGE) -> list[str]:
-    """Preset names: the modules of the presets package (``_private`` ones excluded)."""
-    paths = importlib.import_module(package).__path__
-    return sorted(m.name for m in pkgutil.iter_modules(paths) if not m.name.startswith("_"))
+@dataclasses.dataclass(frozen=True)
+class PresetCatalog:
+    """The presets of one package: each public module of it is a preset with a
+    ``get_config()`` (``get_config(profile)`` where it has ``PROFILES``).
 
+    The library names no package of presets: the entry points hand theirs in,
+    so the library never imports the scripts that import it."""
 
-def preset_summary(name: str, package: str = PRESETS_PACKAGE) -> str:
-    """The first sentence of a preset module's docstring, on one line."""
-    doc = " ".join((_preset_module(name, package).__doc__ or "").split())
-    head, dot, _ = doc.partition(". ")
-    return head + ("." if dot else "")
+    package: str
 
+    def names(self) -> list[str]:
+        """Preset names: the modules of the package (``_private`` ones excluded)."""
+        paths = importlib.import_module(self.package).__path__
+        return sorted(m.name for m in pkgutil.iter_modules(paths) if not m.name.startswith("_"))
 
-def _preset_module(name: str, package: str = PRESETS_PACKAGE):
-    return importlib.import_module(f"{package}.{name.partition(':')[0]}")
+    def module(self, name: str):
+        return importlib.import_module(f"{self.package}.{name.partition(':')[0]}")
 
+    def summary(self, name: str) -> str:
+        """The first sentence of a preset module's docstring, on one line."""
+        doc = " ".join((self.module(name).__doc__ or "").split())
+        head, dot, _ = doc.partition(". ")
+        return head + ("." if dot else "")
 
-def preset_profiles(name: str, package: str = PRESETS_PACKAGE) -> tuple[str, ...]:
-    """A preset's named profiles (its module's ``PROFILES``, the default
-    first), or () for a preset without any. ``--config=NAME:PROFILE`` picks one."""
-    return tuple(getattr(_preset_module(name, package), "PROFILES", ()))
+    def profiles(self, name: str) -> tuple[str, ...]:
+        """A preset's named profiles (its module's ``PROFILES``, the default
+        first), or () for a preset without any. ``--config=NAME:PROFILE`` picks one."""
+        return tuple(getattr(self.module(name), "PROFILES", ()))
 
+    def unknown_message(self, name: str) -> str | None:
+        """None if ``name`` (NAME or NAME:PROFILE) is a preset, else a one-paragraph
+        error naming the valid ones."""
+        available = self.names()
+        base, colon, profile = name.partition(":")
+        if base not in available:
+            close = difflib.get_close_matches(base, available, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            return f"Unknown preset {base!r}.{hint} Presets: {', '.join(available)}."
+        if colon:
+            profiles = self.profiles(base)
+            if not profiles:
+                return f"Preset {base!r} has no profiles (only the paper-scale presets do)."
+            if profile not in profiles:
+                return (f"Preset {base!r} has no profile {profile!r}. Profiles: "
+                        f"{', '.join(profiles)} (the first is the default).")
+        return None
 
-def unknown_preset_message(name: str, package: str = PRESETS_PACKAGE) -> str | None:
-    """None if ``name`` (NAME or NAME:PROFILE) is a preset, else a one-paragraph
-    error naming the valid ones."""
-    available = list_presets(package)
-    base, colon, profile = name.partition(":")
-    if base not in available:
-        close = difflib.get_close_matches(base, available, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        return f"Unknown preset {base!r}.{hint} Presets: {', '.join(available)}."
-    if colon:
-        profiles = preset_profiles(base, package)
-        if not profiles:
-            return f"Preset {base!r} has no profiles (only the paper-scale presets do)."
-        if profile not in profiles:
-            return (f"Preset {base!r} has no profile {profile!r}. Profiles: "
-                    f"{', '.join(profiles)} (the first is the default).")
-    return None
-
-
-def load_preset(name: str, package: str = PRESETS_PACKAGE):
-    """The RunConfig of preset ``name``: its module's ``get_config()``, or
-    ``get_config(profile)`` for NAME:PROFILE."""
-    message = unknown_preset_message(name, package)
-    if message:
-        raise ConfigError(message)
-    module = _preset_module(name, package)
-    _, colon, profile = name.partition(":")
-    return module.get_config(profile) if colon else module.get_config()
+    def load(self, name: str):
+        """The RunConfig of preset ``name``: its module's ``get_config()``, or
+        ``get_config(profile)`` for NAME:PROFILE."""
+        message = self.unknown_message(name)
+        if message:
+            raise ConfigError(message)
+        module = self.module(name)
+        _, colon, profile = name.partition(":")
+        return module.get_config(profile) if colon else module.get_config()
 
 
 # --------------------------------------------------------------------------- #
@@ -343,20 +348,20 @@ def format_config(cfg: Any) -> str:
 
 
 # --------------------------------------------------------------------------- #
-# Command lines of the experiments/ scripts
+# Command lines of the entry-point scripts
 # --------------------------------------------------------------------------- #
 
 
-def preset_from_argv(argv: Sequence[str], default: str) -> str:
+def preset_from_argv(argv: Sequence[str], default: str, presets: PresetCatalog) -> str:
     """The --config=NAME of a command line (``default`` without one); a
-    one-paragraph error and exit status 2 for an unknown preset."""
+    one-paragraph error and exit status 2 for a name not in ``presets``."""
     import argparse
     import sys
 
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config", default=default)
     name = pre.parse_known_args(list(argv))[0].config
-    message = unknown_preset_message(name)
+    message = presets.unknown_message(name)
     if message:
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(2)
@@ -364,16 +369,16 @@ def preset_from_argv(argv: Sequence[str], default: str) -> str:
 
 
 def parse_preset_command(cls: type[ConfigT], argv: Sequence[str], default_preset: str,
-                         description: str, base=None) -> ConfigT:
+                         description: str, presets: PresetCatalog, base=None) -> ConfigT:
     """A script's command line: ``cls`` is a dataclass with a ``cfg`` field
     (the RunConfig, its keys given as --section.key=value) and a ``config``
-    field (the preset), plus the script's own options. ``base(cfg, argv)``
+    field (the preset, a name in ``presets``), plus the script's own options. ``base(cfg, argv)``
     may replace the preset's configuration before the keys apply (run.py's
     --resume starts from the saved run's). tyro prints errors and exits 2."""
     from crl_jax.training.config import RunConfig
 
-    name = preset_from_argv(argv, default_preset)
-    cfg = load_preset(name)
+    name = preset_from_argv(argv, default_preset, presets)
+    cfg = presets.load(name)
     if base is not None:
         cfg = base(cfg, argv)
     return tyro.cli(cls, default=cls(cfg=cfg, config=name), args=normalize_args(RunConfig, argv),

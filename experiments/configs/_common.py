@@ -49,7 +49,7 @@ def cpu_config(name: str, envs: tuple, *, max_turns: int, obs_chars: int = 240,
         experience=ExperienceSpec(mode="comp_rl", guided_fraction=0.5, merge_every=5, sync=True,
                                   merger="dedup", extractor_train_after=5,
                                   # Expert plan answers reach 71 tokens, 5% of them past
-                                  # 64 (`python experiments/extractor_fit.py`): a cut
+                                  # 64 (`python experiments/diagnostics/extractor_fit.py`): a cut
                                   # answer is malformed JSON, so the cap leaves margin.
                                   extractor_max_new_tokens=96,
                                   embedder="hashing",

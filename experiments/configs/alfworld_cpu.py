@@ -13,7 +13,7 @@ a step plays 4 tasks x 8 rollouts = 32 episodes (split-GRPO subgroups of 4)
 and makes 2 PPO mini-batch updates; 20 steps and 5 evaluations on 64 unseen
 games (with and without experience).
 
-A memory regime: the turn cap is 10. `python experiments/expert_turn_cap.py
+A memory regime: the turn cap is 10. `python experiments/diagnostics/expert_turn_cap.py
 --games=300` on these games: the searching expert wins 0.49 of them within 8
 actions, 0.74 within 10, 0.93 within 12 (8.6 actions when it wins); the
 expert that knows the game's own plan wins 0.88 / 1.00 / 1.00 (6.1 actions);

@@ -3,7 +3,7 @@
 The room is dark: the agent sees only the cells around it, so a searching
 player walks the room until the stairs come into view, while one that knows
 where they lie walks straight there. Measured on 300 training rooms
-(`python experiments/expert_turn_cap.py --config=minihack_room_cpu --caps 4
+(`python experiments/diagnostics/expert_turn_cap.py --config=minihack_room_cpu --caps 4
 5 6 8 10`): within 4/5/6/8/10 actions the searching expert wins
 0.43/0.49/0.53/0.64/0.74 of them (6.6 actions a win), the informed expert
 given the room's own plan (the straight moves to the stairs the search

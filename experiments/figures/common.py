@@ -30,7 +30,7 @@ DEFAULT_OUT = os.path.join(FIGURES_DIR, "out")
 DEFAULT_ROOT = os.path.join(FIGURES_DIR, "runs")  # the full budget's; records committed (publish.py)
 BUDGETS = ("quick", "full")
 METRICS = "metrics.jsonl"
-# experiments/extractor_rl_gain.py's result for a run (the warm-started
+# experiments/diagnostics/extractor_rl_gain.py's result for a run (the warm-started
 # extractor against the run's last checkpoint, on the same inputs): measured
 # from checkpoints, which stay local, so it is kept beside the metrics as
 # part of the run's committed record.
@@ -144,7 +144,7 @@ def expected_steps(arm: Arm) -> int:
     value = override_value(arm, "train.steps")
     if value is not None:
         return int(float(value))
-    from crl_jax.training.config_io import load_preset  # heavy import, only when needed
+    from experiments.configs import load_preset  # heavy import, only when needed
     return int(load_preset(arm.preset).train.steps)
 
 
@@ -184,7 +184,8 @@ BOOKKEEPING_KEYS = ("warm_start.cache_dir", "train.out_dir", "train.checkpoint_e
 
 def arm_config(arm: Arm):
     """The arm's full RunConfig today (preset + overrides + seed); unknown keys raise."""
-    from crl_jax.training.config_io import apply_overrides, load_preset
+    from crl_jax.training.config_io import apply_overrides
+    from experiments.configs import load_preset
     return apply_overrides(load_preset(arm.preset),
                            [*arm.overrides, f"train.seed={int(arm.seed)}"])
 

@@ -8,14 +8,12 @@ At the full budget the left panel is drawn on ALFWorld too.
 """
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import Variant, variant_arms, variant_figure  # noqa: E402
-from experiments.figures.fig6_success import BASE, COMP  # noqa: E402
-from experiments.figures.script import figure_main  # noqa: E402
+from experiments.figures.ablation import Variant, variant_arms, variant_figure
+from experiments.figures.fig6_success import BASE, COMP
+from experiments.figures.script import figure_main
 
 PRESET = "minihack_room_cpu"
 # Fig. 3 left is drawn on ALFWorld too (the paper's pilot is MiniHack only);

@@ -18,14 +18,12 @@ turns, a price the tool must earn back.
 """
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import Variant, variant_arms, variant_figure  # noqa: E402
-from experiments.figures.fig6_success import BASE  # noqa: E402
-from experiments.figures.script import figure_main  # noqa: E402
+from experiments.figures.ablation import Variant, variant_arms, variant_figure
+from experiments.figures.fig6_success import BASE
+from experiments.figures.script import figure_main
 
 PRESET = "minihack_room_cpu"
 ALFWORLD = "alfworld_cpu"  # full budget only: its "No search-and-ask" is Fig. 6's Comp. RL

@@ -9,11 +9,10 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import aggregate, common, plots, settings  # noqa: E402
-from experiments.figures.ablation import WHOLE_RUN  # noqa: E402
-from experiments.figures.script import attempt, figure_main, fmt_finals, fmt_ratio, report  # noqa: E402
+from experiments.figures import aggregate, common, plots, settings
+from experiments.figures.ablation import WHOLE_RUN
+from experiments.figures.script import attempt, figure_main, fmt_finals, fmt_ratio, report
 
 NAME = "fig6_success"
 ENV_TITLES = {"alfworld_cpu": "ALFWorld", "minihack_room_cpu": "MiniHack Room",

@@ -7,14 +7,12 @@ runs to the turn cap, so actions also track success: actions_when_won
 """
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.fig6_success import (EVAL_LAST_K, TRAIN_LAST_K, arms,  # noqa: E402
+from experiments.figures.fig6_success import (EVAL_LAST_K, TRAIN_LAST_K, arms,
                                               comparison_figure)
-from experiments.figures.script import figure_main  # noqa: E402
+from experiments.figures.script import figure_main
 
 __all__ = ["arms", "make"]  # the figure-module protocol; Fig. 7 draws Fig. 6's runs
 NAME = "fig7_actions"

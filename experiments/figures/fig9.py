@@ -19,12 +19,11 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import common, plots, settings  # noqa: E402
-from experiments.figures.ablation import Variant, variant_arms, variant_figure  # noqa: E402
-from experiments.figures.fig6_success import BASE, COMP, compare  # noqa: E402
-from experiments.figures.script import figure_main, fmt, fmt_finals, fmt_ratio, report  # noqa: E402
+from experiments.figures import common, plots, settings
+from experiments.figures.ablation import Variant, variant_arms, variant_figure
+from experiments.figures.fig6_success import BASE, COMP, compare
+from experiments.figures.script import figure_main, fmt, fmt_finals, fmt_ratio, report
 
 PRESET = "minihack_room_cpu"
 LARGER = ("extractor.hidden_size=256", "extractor.num_layers=4", "extractor.intermediate_size=768")

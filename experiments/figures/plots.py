@@ -10,9 +10,9 @@ from typing import Mapping, Sequence
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from experiments.figures.common import save_json  # noqa: E402
+from experiments.figures.common import save_json
 
 
 def _grid(n: int, cols: int = 3) -> tuple[int, int]:

@@ -3,7 +3,7 @@ replaced by a drawing that has every run the committed one had.
 
 Runs of the full budget live in ``experiments/figures/runs/``, and each run's
 record (metrics.jsonl, config.json, warm_start.json, ``<run>.arm.json`` and,
-where experiments/extractor_rl_gain.py measured it, extractor_rl_gain.json)
+where experiments/diagnostics/extractor_rl_gain.py measured it, extractor_rl_gain.json)
 is committed, while checkpoints, tokenizers, logs and the warm-start cache
 are not (.gitignore): binaries stay out of the repository, so a fresh
 machine remakes a warm start once and the sweep shares it. A fresh clone

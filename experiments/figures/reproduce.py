@@ -27,17 +27,22 @@ import shutil
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from absl import app, flags  # noqa: E402
+from absl import app, flags
 
-from experiments.figures import common, settings  # noqa: E402
-from experiments.figures.publish import (draft_dir, draw_and_publish, place, run_states,  # noqa: E402
+from experiments.figures import common, settings
+from experiments.figures.publish import (draft_dir, draw_and_publish, place, run_states,
                                          status_lines)
-from experiments.figures import readme_block  # noqa: E402
-from experiments.figures.results_doc import write_results  # noqa: E402
-from experiments.figures.sweep import run_arms  # noqa: E402
+from experiments.figures import readme_block
+from experiments.figures.results_doc import write_results
+from experiments.figures.sweep import run_arms
 
+# The paper's figures live beside this file; the project's own studies in
+# experiments/studies/. Both are drawn by name, in this order (RESULTS.md's).
+PAPER_FIGURES = ("fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask", "fig9",
+                 "fig5_ablations", "sdae", "actor_critic")
+STUDIES = ("oracle_ladder", "retrieval", "extractor_updates", "reward_baseline",
+           "extractor_missteps", "entry_quality", "distrust", "regime")
 SCRIPTS = ("oracle_ladder", "fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask",
            "fig9", "fig5_ablations", "sdae", "retrieval", "actor_critic", "extractor_updates",
            "reward_baseline", "extractor_missteps", "entry_quality", "distrust", "regime")
@@ -86,7 +91,13 @@ def modules(only) -> list:
     bad = [n for n in names if n not in SCRIPTS]
     if bad:
         raise ValueError(f"unknown scripts {bad}; valid: {SCRIPTS} or {sorted(ALIASES)}")
-    return [importlib.import_module(f"experiments.figures.{n}") for n in names]
+    return [importlib.import_module(module_name(n)) for n in names]
+
+
+def module_name(script: str) -> str:
+    """The module of a figure script: experiments.figures.NAME for the paper's,
+    experiments.studies.NAME for a study."""
+    return f"experiments.{'studies' if script in STUDIES else 'figures'}.{script}"
 
 
 def collect_arms(mods, budget: str) -> list[common.Arm]:

@@ -1,7 +1,7 @@
 """Diagnostics of finished runs, from their metrics.jsonl alone: how success
 moved, whether guided episodes beat free ones, how often the extractor's
-answers were malformed, how large the bank grew. The numbers behind the
-"why" part of docs/RESULTS_READING.md.
+answers were malformed, how large the bank grew. The numbers behind many
+of docs/FINDINGS.md's *Measured by* paragraphs.
 
     python experiments/figures/run_stats.py --preset=minihack_room_cpu
     python experiments/figures/run_stats.py --same RUN_A RUN_B   # do two runs repeat?
@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import glob
 import os
-import sys
 from typing import Mapping, Sequence
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import aggregate, common  # noqa: E402
+from experiments.figures import aggregate, common
 
 # (column, how it is computed from the rows; see run_summary below)
 COLUMNS = ("seed", "mode", "settings", "steps", "train first 5", "train last 5", "train last 3",
@@ -77,7 +75,8 @@ _NOT_SETTINGS = ("train.seed", "experience.mode", *common.BOOKKEEPING_KEYS)
 def describe(directory: str, preset: str) -> dict:
     """The run's diagnostics, its seed and mode, and the settings where it
     departs from its preset (what makes it an ablation)."""
-    from crl_jax.training.config_io import flatten_config, load_config_json, load_preset
+    from crl_jax.training.config_io import flatten_config, load_config_json
+    from experiments.configs import load_preset
     from crl_jax.training.config import RunConfig
     cfg = flatten_config(load_config_json(RunConfig, os.path.join(directory, "config.json")))
     base = flatten_config(load_preset(preset))

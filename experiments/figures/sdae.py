@@ -6,14 +6,12 @@ PAPER.md section 3) on and off, with and without Complementary RL, on ALFWorld
 """
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import Variant, variant_arms, variant_figure  # noqa: E402
-from experiments.figures.fig6_success import BASE, COMP  # noqa: E402
-from experiments.figures.script import figure_main  # noqa: E402
+from experiments.figures.ablation import Variant, variant_arms, variant_figure
+from experiments.figures.fig6_success import BASE, COMP
+from experiments.figures.script import figure_main
 
 PRESET = "alfworld_cpu"
 # Both switches explicit: the preset's own default (alfworld_cpu has SDAE on)

@@ -19,8 +19,7 @@ start moves the outcome more than the arms differ (a warm start retrained
 under float-rounding-level changes ends 20 RL steps at 0.57 training
 success instead of 0.18; README "The default command"). Seed 0's arms carry
 no warm_start.seed override (the presets' is 0), so its records stay
-current; figures drawn before 2026-12-03 shared one warm start (seed 0's)
-across their seeds.
+current.
 
 Time model (rough, for the ETA and the stated budgets; calibrated on the
 alfworld_cpu default run alone on 2 cores, 23m06s: a process start with its
@@ -30,10 +29,10 @@ other presets scale the episode by _ENV_COST: MiniHack Room's measured on a
 20-step run, the others guesses). Multi-task mixtures scale both the episode
 and the SFT step by _MIXTURE_COST, by number of games, measured on the
 mixtures' runs, whose long WebShop/ALFWorld prompts set the width of most
-micro-batches: the 3-task baseline of 2026-11-30 (trimmed updates) took
+micro-batches: the 3-task baseline made with trimmed updates took
 2.48 s a warm-start SFT step alone and 52 minutes for its 20 RL steps and
 3 evaluations (1,248 episodes) beside another arm, about 1.2 s an episode
-alone; the 6-task run of 2026-11-30 (before the trim) took 6.3 minutes a
+alone; the 6-task run made before the trim took 6.3 minutes a
 step with two arms on 2 cores and 2.67 s a warm-start SFT step alone. It
 reads each arm's resolved config, and a sweep pays each distinct warm start
 once.
@@ -137,7 +136,8 @@ def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), se
     what the preset already has are dropped (except the always-explicit
     experience.mode), so SDAE's "on" arm on a preset with SDAE on is the same
     run as Fig. 6's, not a duplicate."""
-    from crl_jax.training.config_io import apply_overrides, load_preset
+    from crl_jax.training.config_io import apply_overrides
+    from experiments.configs import load_preset
     given = Arm(label, preset, (*base_overrides(budget), f"experience.mode={mode}",
                                 f"warm_start.seed={int(seed)}", *extra), seed)
     base = load_preset(preset)

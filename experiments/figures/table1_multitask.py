@@ -14,11 +14,10 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import aggregate, common, plots  # noqa: E402
-from experiments.figures.ablation import WHOLE_RUN, Variant, variant_arms  # noqa: E402
-from experiments.figures.script import attempt, figure_main, fmt, fmt_finals, fmt_ratio, report  # noqa: E402
+from experiments.figures import aggregate, common, plots
+from experiments.figures.ablation import WHOLE_RUN, Variant, variant_arms
+from experiments.figures.script import attempt, figure_main, fmt, fmt_finals, fmt_ratio, report
 
 NAME = "table1_multitask"
 PRESET = "multitask3_cpu"

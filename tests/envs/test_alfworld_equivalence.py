@@ -3,7 +3,7 @@
 Every step of expert, random and invalid-input sequences must give the
 same feedback, the same admissible list and the same win. Kept modest for
 the default suite (the real engine costs ~2 s a reset, 0.1-0.2 s a step);
-experiments/alfworld_equivalence.py runs the large sweep.
+experiments/diagnostics/alfworld_equivalence.py runs the large sweep.
 """
 import random
 
@@ -26,7 +26,7 @@ from tests.envs.test_alfworld_fast import INTRO, QUIRK_SCRIPT, WIN_SCRIPT
 _WORKER = None
 
 
-def RealAlfredEngine(record):  # noqa: N802 (stands in for the in-process class)
+def RealAlfredEngine(record):
     global _WORKER
     if _WORKER is None:
         _WORKER = RealEngineWorker()

@@ -5,11 +5,11 @@ import pytest
 pytest.importorskip("nle")
 pytest.importorskip("minihack")
 
-from nle import nethack  # noqa: E402
+from nle import nethack
 
-from crl_jax.envs import minihack_text as mt  # noqa: E402
-from crl_jax.envs.minihack_env import MiniHackEnv  # noqa: E402
-from crl_jax.envs.minihack_expert import MiniHackExpert  # noqa: E402
+from crl_jax.envs import minihack_text as mt
+from crl_jax.envs.minihack_env import MiniHackEnv
+from crl_jax.envs.minihack_expert import MiniHackExpert
 
 ROOM = "MiniHack-Room-Ultimate-5x5-v0"
 

@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("nle")
 pytest.importorskip("minihack")
 
-from crl_jax.envs.minihack_env import MiniHackEnv  # noqa: E402
-from crl_jax.training.tasks import task_source  # noqa: E402
+from crl_jax.envs.minihack_env import MiniHackEnv
+from crl_jax.training.tasks import task_source
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # 2026-11-30 00:30 and 14:30 UTC; the first is in NetHack's midnight hour
@@ -37,7 +37,6 @@ int gettimeofday(struct timeval *tv, void *tz) {
 
 PLAY = r"""
 import ctypes, json, sys
-sys.path.insert(0, sys.argv[1])
 libc_now = ctypes.CDLL(None).time(None)  # what NetHack's clock calls return here
 from crl_jax.envs.minihack_env import MiniHackEnv
 from crl_jax.envs.minihack_expert import MiniHackExpert
@@ -108,7 +107,7 @@ def test_task_sources_pass_the_setting_to_minihack_only():
 def test_presets_with_minihack_games_use_the_seeded_clock():
     # arms of one figure run at different hours, on different days and
     # machines: their MiniHack games must not depend on when they ran
-    from crl_jax.training.config_io import load_preset
+    from experiments.configs import load_preset
     for name in ("minihack_room_cpu", "multitask3_cpu", "minihack_room", "multitask3",
                  "multitask6"):
         assert load_preset(name).env.seeded_clock, name

@@ -353,7 +353,7 @@ def test_reproduce_end_to_end_on_fake_runs(tmp_path):
     assert "| ALFWorld | 1.33x (seeds 1.50, 1.33, 1.25) |" in text
     headline = text.split("## Headline")[1].split("##")[0]
     assert "| 2.00x (seeds 2.00, 2.00, 2.00) | 2x |" in headline
-    assert "TODO(lead)" in text and "## Reading" in text
+    assert text.rstrip().endswith("/docs/FINDINGS.md).")  # the reading is FINDINGS.md
     # Table 1 runs one seed at quick (seed 0: 0.3); per-env keys only without experience
     assert "| Comp. RL (eval without) | 0.30 (0.75) | 0.30 (0.84) | 0.30 (0.74) | 0.30 (0.78) | 0.30 |" in text
     assert "| Comp. RL (eval with exp.) | n/a (0.78) | n/a (0.87) | n/a (0.82) | 0.35 (0.82) | 0.35 |" in text
@@ -381,15 +381,22 @@ def test_one_real_tiny_arm_through_the_subprocess(tmp_path):
     assert os.listdir(tmp_path / "warm_start_cache")  # the warm start was stored for other arms
 
 
-def test_results_doc_keeps_a_hand_written_reading(tmp_path):
+def test_results_doc_ends_with_a_pointer_to_the_findings(tmp_path):
     from experiments.figures import results_doc
     path = tmp_path / "docs" / "RESULTS.md"
-    results_doc.write_results(str(path), [], "full", "cmd", 60.0, 120.0)
-    assert "TODO(lead)" in path.read_text()
-    (tmp_path / "docs" / results_doc.READING_FILE).write_text("Comp. RL does not beat it here.\n")
+    path.parent.mkdir()
+    path.write_text("# Results\n\n## Reading\n\nan old hand-written reading\n")
     results_doc.write_results(str(path), [], "full", "cmd", 60.0, 120.0)
     text = path.read_text()
-    assert "## Reading\n\nComp. RL does not beat it here." in text and "TODO" not in text
+    assert "an old hand-written reading" not in text and "TODO" not in text
+    reading = text.split("## Reading\n\n")[1]
+    link = os.path.relpath(os.path.join(REPO, "docs", "FINDINGS.md"), tmp_path / "docs")
+    assert reading == f"{reading.split('](')[0]}]({link}).\n" and "FINDINGS.md" in reading
+    # the committed document sits beside it: a plain relative link
+    assert results_doc.reading_section(os.path.join(REPO, "docs"))[2].endswith("](FINDINGS.md).")
+    with open(os.path.join(REPO, "docs", "RESULTS.md"), encoding="utf-8") as f:
+        committed = f.read()
+    assert committed.endswith("\n".join(results_doc.reading_section(os.path.join(REPO, "docs"))))
 
 
 def test_presets_and_seeds_flags_restrict_the_arms_and_reject_unknown_values():

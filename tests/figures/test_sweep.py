@@ -225,7 +225,8 @@ def test_arm_order_holds_when_a_warm_start_lands_in_the_middle_of_a_pass(tmp_pat
 
 
 def test_time_model_scales_mixtures_by_their_measured_cost():
-    from crl_jax.training.config_io import apply_overrides, load_preset
+    from crl_jax.training.config_io import apply_overrides
+    from experiments.configs import load_preset
     base = load_preset("multitask3_cpu")
     six = apply_overrides(base, ["env.names=MiniHack-Room-Ultimate-5x5-v0,webshop,alfworld,"
                                  "MiniHack-MazeWalk-9x9-v0,MiniHack-KeyRoom-Dark-S5-v0,sokoban"])

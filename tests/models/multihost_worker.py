@@ -4,18 +4,17 @@ import sys
 
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 os.environ["JAX_PLATFORMS"] = "cpu"
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from flax import nnx  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
 
-from models.config import tiny_config  # noqa: E402
-from models.decoder import init_decoder  # noqa: E402
-from models.distributed import global_batch_from_local, initialize_distributed  # noqa: E402
-from models.sharding import MeshConfig, make_mesh, shard_state  # noqa: E402
+from models.config import tiny_config
+from models.decoder import init_decoder
+from models.distributed import global_batch_from_local, initialize_distributed
+from models.sharding import MeshConfig, make_mesh, shard_state
 
 
 def main(port: int, pid: int, out: str) -> None:

@@ -1,4 +1,4 @@
-"""experiments/profile_sampler.py on a tiny model: the decode step is found
+"""experiments/benchmarks/profile_sampler.py on a tiny model: the decode step is found
 in the trace and its operations are named by the model code's jaxpr ops."""
 import os
 import re

@@ -180,7 +180,7 @@ def test_warm_start_teaches_accepting_own_plans_and_rejecting_others():
 
 
 def test_config_checks_and_warm_start_key():
-    from crl_jax.training.config_io import load_preset
+    from experiments.configs import load_preset
     from crl_jax.training.warm_cache import warm_start_key
 
     cfg = load_preset("alfworld_cpu")

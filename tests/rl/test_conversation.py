@@ -9,7 +9,8 @@ from crl_jax.envs.registry import make_env
 from crl_jax.rl import prompts
 from crl_jax.rl.batch import pack_samples
 from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
-from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.config_io import apply_overrides
+from experiments.configs import load_preset
 from crl_jax.training.step import actor_samples
 from models.sampler import GenerationResult
 from models.tokenizer import load_tokenizer

@@ -10,7 +10,8 @@ from crl_jax.envs.registry import make_env, make_expert
 from crl_jax.rl import released_prompts as rp
 from crl_jax.rl.batch import pack_samples
 from crl_jax.rl.rollout import RolloutEngine
-from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.config_io import apply_overrides
+from experiments.configs import load_preset
 from crl_jax.training.step import actor_samples
 from kernels.aggregation import aggregation_weights
 from models.sampler import GenerationResult

@@ -155,7 +155,9 @@ def test_empty_answers_ablation_answers_nothing_without_touching_the_bank():
     reply says nothing was found, and the bank is never searched."""
     from types import SimpleNamespace
 
-    from crl_jax.training.config_io import apply_overrides, load_preset
+    from crl_jax.training.config_io import apply_overrides
+
+    from experiments.configs import load_preset
     from crl_jax.training.step import ask
 
     cfg = apply_overrides(load_preset("minihack_room_cpu"), ["experience.search_and_ask=true",

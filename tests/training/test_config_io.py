@@ -7,11 +7,12 @@ import pytest
 
 from crl_jax.training import config_io
 from crl_jax.training.config import RunConfig
+from experiments.configs import PRESETS
 
 
 @pytest.fixture(scope="module")
 def alfworld():
-    return config_io.load_preset("alfworld_cpu")
+    return PRESETS.load("alfworld_cpu")
 
 
 def test_overrides_parse_each_type(alfworld):
@@ -47,9 +48,9 @@ def test_bad_overrides_say_what_is_valid(alfworld, override, words):
         assert word in message
 
 
-@pytest.mark.parametrize("name", config_io.list_presets())
+@pytest.mark.parametrize("name", PRESETS.names())
 def test_every_preset_round_trips_through_json(name, tmp_path):
-    cfg = config_io.load_preset(name)
+    cfg = PRESETS.load(name)
     path = tmp_path / "config.json"
     config_io.save_config_json(cfg, str(path))
     assert config_io.load_config_json(RunConfig, str(path)) == cfg
@@ -70,18 +71,18 @@ def test_a_saved_config_is_read_strictly(alfworld):
 
 
 def test_unknown_preset_suggests_the_closest():
-    message = config_io.unknown_preset_message("alfworld_cp")
+    message = PRESETS.unknown_message("alfworld_cp")
     assert "'alfworld_cpu'" in message and "minihack_room_cpu" in message
-    assert config_io.unknown_preset_message("alfworld_cpu") is None
+    assert PRESETS.unknown_message("alfworld_cpu") is None
     with pytest.raises(config_io.ConfigError, match="Did you mean"):
-        config_io.load_preset("alfworld_cp")
+        PRESETS.load("alfworld_cp")
 
 
 def test_profiles_of_the_paper_presets():
     """NAME:PROFILE picks a paper preset's profile; the default is released."""
-    released, paper = config_io.load_preset("alfworld"), config_io.load_preset("alfworld:paper")
-    assert config_io.load_preset("alfworld:released") == released
-    assert config_io.preset_profiles("alfworld") == ("released", "paper")
+    released, paper = PRESETS.load("alfworld"), PRESETS.load("alfworld:paper")
+    assert PRESETS.load("alfworld:released") == released
+    assert PRESETS.profiles("alfworld") == ("released", "paper")
     # What differs, and which way (BUILD.md's table lists each with its source).
     diff = {line.split(":")[0] for line in config_io.config_diff(released, paper)}
     assert {"rollout.max_turns", "advantages.normalize_std", "actor_loss.ratio_level",
@@ -91,10 +92,10 @@ def test_profiles_of_the_paper_presets():
     for cfg in (released, paper):  # both: one conversation a sample, the tool on
         assert cfg.rollout.conversation and cfg.train.sample_unit == "episode"
         assert cfg.experience.search_and_ask and cfg.rollout.prompt_style == "released"
-    assert "no profile 'foo'" in config_io.unknown_preset_message("alfworld:foo")
-    assert "has no profiles" in config_io.unknown_preset_message("alfworld_cpu:paper")
+    assert "no profile 'foo'" in PRESETS.unknown_message("alfworld:foo")
+    assert "has no profiles" in PRESETS.unknown_message("alfworld_cpu:paper")
     with pytest.raises(config_io.ConfigError, match="released, paper"):
-        config_io.load_preset("minihack_room:fast")
+        PRESETS.load("minihack_room:fast")
 
 
 def test_flatten_diff_and_format(alfworld):

@@ -49,7 +49,7 @@ def test_extractor_metrics_score_greedy_entries_for_the_latest_wins():
     egg = _ep(1, won=True)
     egg.goal = "egg"
     tracker.remember([first, later, egg, _ep(1, won=False)])
-    add = lambda text: json.dumps([{"op": "add", "entry": text}])  # noqa: E731
+    add = lambda text: json.dumps([{"op": "add", "entry": text}])
     agent = FakeAgent({"later": add(PLANS[("alfworld", 0)]), "egg": "garbled"})
     got = tracker.extractor_metrics(agent)
     assert [r.goal for r in agent.requests] == ["later", "egg"]  # the latest win of each game

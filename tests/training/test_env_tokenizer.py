@@ -1,6 +1,7 @@
 """warm_start.split_digits reaches the tokenizer a run trains on its demos."""
 from crl_jax.training import setup
-from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.config_io import apply_overrides
+from experiments.configs import load_preset
 from crl_jax.envs.webshop.env import WebShopEnv
 from crl_jax.training.warmstart import collect_demos
 

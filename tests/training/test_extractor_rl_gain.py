@@ -1,4 +1,4 @@
-"""experiments/extractor_rl_gain.py: the warm-started extractor against a
+"""experiments/diagnostics/extractor_rl_gain.py: the warm-started extractor against a
 checkpoint's, on the same inputs."""
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_the_script_names_a_directory_it_cannot_compare_and_shares_no_flag_at_import(tmp_path):
-    import experiments.figures.reproduce  # noqa: F401  (defines --runs too)
-    import experiments.extractor_rl_gain  # noqa: F401  (defines its flags only as a script)
+    import experiments.figures.reproduce
+    import experiments.diagnostics.extractor_rl_gain  # noqa: F401  (defines its flags only as a script)
     script = os.path.join(ROOT, "experiments", "extractor_rl_gain.py")
     proc = subprocess.run([sys.executable, script, f"--runs={tmp_path}"], capture_output=True,
                           text=True, timeout=300)
@@ -34,7 +34,7 @@ def test_the_script_names_a_directory_it_cannot_compare_and_shares_no_flag_at_im
 
 
 def test_run_dirs_that_cannot_be_compared_are_named(tmp_path):
-    from experiments.extractor_rl_gain import check_run_dir
+    from experiments.diagnostics.extractor_rl_gain import check_run_dir
     assert "no config.json" in check_run_dir(str(tmp_path))
     cfg = _config("minihack_room_cpu", tmp_path, ["experience.mode=none"])
     from crl_jax.training.config_io import save_config_json
@@ -62,7 +62,7 @@ def test_checkpoint_scores_are_the_runs_own_and_the_warm_start_is_the_first(tmp_
     both extractors are the warm start (equal scores); at step 3 the
     checkpoint's pool scores are the run's own step-3 evaluation, and its
     parameters are no longer the warm start's."""
-    from experiments.extractor_rl_gain import check_run_dir, compare
+    from experiments.diagnostics.extractor_rl_gain import check_run_dir, compare
     sync_driver.patch(monkeypatch)
     monkeypatch.setattr(EntryTracker, "remember", _remember_every_episode)
     # every tiny episode loses, so every r(m) is -1 and CISPO's advantages

@@ -12,6 +12,7 @@ from crl_jax.envs.alfworld_expert import (
 )
 from crl_jax.envs.registry import make_env, make_expert
 from crl_jax.training import config_io
+from experiments import configs as presets
 from crl_jax.training.components import collect_demos, task_pool, task_sources
 from crl_jax.training.guided_demos import (
     corrupt_plan,
@@ -113,7 +114,7 @@ def test_a_bad_mix_names_what_is_valid(text, error):
 
 
 def test_the_oracle_returns_the_own_games_plan_with_exactly_k_wrong_steps():
-    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"), [
+    cfg = config_io.apply_overrides(presets.load_preset("alfworld_cpu"), [
         "env.num_generated=24", "train.task_pool=4", "experience.mode=oracle"])
     src = task_pool(cfg, task_sources(cfg, "generated", None)[0])
     clean = oracle_plans([src], 0, 10, seed=0)
@@ -134,7 +135,7 @@ def test_the_oracle_returns_the_own_games_plan_with_exactly_k_wrong_steps():
 
 
 def test_a_disjoint_pool_shares_no_game_with_the_warm_start():
-    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"), [
+    cfg = config_io.apply_overrides(presets.load_preset("alfworld_cpu"), [
         "env.num_generated=40", "warm_start.demos=36", "train.task_pool=6"])
     assert cfg.train.pool_disjoint  # the CPU presets keep them apart
     src = task_sources(cfg, "generated", None)[0]
@@ -178,7 +179,7 @@ def test_minihack_room_guided_demos_follow_their_line():
 
 
 def test_the_expert_actions_ratio_counts_only_the_games_won_within_each_cap():
-    from experiments.expert_turn_cap import actions_ratio_report
+    from experiments.diagnostics.expert_turn_cap import actions_ratio_report
     results = {"searching": [4, 9, 12, None, 6], "own plan": [3, 5, 5, 4, None]}
     rows = actions_ratio_report(results, (8, 10)).splitlines()[2:]
     # within 8: searching won in 4 and 6 actions (5.0), own plan in 3, 5, 5, 4 (4.25)
@@ -280,7 +281,7 @@ def test_contrasting_demos_show_each_guided_game_with_a_line_followed_and_one_ig
 
 
 def test_extractor_fit_report_counts_what_exceeds_each_limit():
-    from experiments.extractor_fit import report
+    from experiments.diagnostics.extractor_fit import report
     m = {"games": 5, "cap": 10, "clip": 700, "answer_cap": 64,
          "chars": [300, 650, 701, 900], "chars_within_cap": [300, 650],
          "answer_tokens": [40, 64, 65, 71]}
@@ -294,8 +295,9 @@ def test_extractor_fit_report_counts_what_exceeds_each_limit():
 def test_extractor_fit_measures_the_plans_the_warm_start_teaches():
     """On a few generated games: every won game is measured, and a plan's
     answer is its JSON's tokens and the stop token."""
-    from crl_jax.training.config_io import apply_overrides, load_preset
-    from experiments.extractor_fit import measure
+    from crl_jax.training.config_io import apply_overrides
+    from experiments.configs import load_preset
+    from experiments.diagnostics.extractor_fit import measure
     cfg = apply_overrides(load_preset("alfworld_cpu"), ["warm_start.vocab_size=400",
                                                         "env.num_generated=40"])
     m = measure(cfg, 12)

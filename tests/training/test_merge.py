@@ -28,7 +28,7 @@ def test_periodic_merge_uses_the_task_key_entries_carry_in_a_shared_bank():
     so no merge ever ran)."""
     from types import SimpleNamespace
 
-    from crl_jax.training.config_io import load_preset
+    from experiments.configs import load_preset
     from crl_jax.training.step import feed_manager
 
     class Recorder:

@@ -4,7 +4,9 @@ import shutil
 
 import pytest
 
-from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.config_io import apply_overrides
+
+from experiments.configs import load_preset
 from crl_jax.training.metrics import read_metrics
 from crl_jax.training.components import build_run
 from crl_jax.training.loop import run_training

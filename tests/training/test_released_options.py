@@ -16,7 +16,8 @@ from crl_jax.rl import prompts
 from crl_jax.rl.episode_stats import batch_metrics, episode_rewards
 from crl_jax.rl.rollout import Episode, RolloutConfig, RolloutEngine, Turn
 from crl_jax.training.config import AdvantageSpec
-from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.config_io import apply_overrides
+from experiments.configs import load_preset
 from crl_jax.training.step import feed_manager
 from tests.rl.test_tools_and_distillation import CharTokenizer, ScriptedSampler
 

@@ -10,6 +10,8 @@ import sys
 import pytest
 
 from crl_jax.training import config_io
+
+from experiments import configs as presets
 from crl_jax.training.config import RunConfig
 from crl_jax.training.run_dir import RunDirError, prepare_run_dir
 
@@ -41,7 +43,7 @@ def _help_blocks(text: str) -> dict[str, str]:
 def test_help_lists_every_preset_and_every_key_with_a_description():
     done = _run("--help")
     assert done.returncode == 0, done.stderr
-    for name in config_io.list_presets():
+    for name in presets.list_presets():
         assert re.search(rf"^\s*{name}\s+\S", done.stdout, re.M), name
     blocks = _help_blocks(done.stdout)
     keys = set(config_io.leaf_types(RunConfig))
@@ -81,7 +83,7 @@ def test_resume_of_nothing_is_refused(tmp_path):
 
 
 def test_resume_of_a_run_without_a_checkpoint_is_refused_unless_start_fresh(tmp_path):
-    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"),
+    cfg = config_io.apply_overrides(presets.load_preset("alfworld_cpu"),
                                     [f"train.out_dir={tmp_path}"])
     prepare_run_dir(cfg, str(tmp_path))  # a run that died before its first checkpoint
     done = _run(f"--out_dir={tmp_path}", "--resume")
@@ -104,7 +106,7 @@ def test_print_config_shows_the_effective_run_directory(tmp_path):
 
 
 def test_run_dir_records_the_config_and_guards_resume(tmp_path):
-    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"),
+    cfg = config_io.apply_overrides(presets.load_preset("alfworld_cpu"),
                                     [f"train.out_dir={tmp_path}"])
     path = prepare_run_dir(cfg, str(tmp_path))
     assert json.load(open(path))["train"]["out_dir"] == str(tmp_path)
@@ -123,7 +125,7 @@ def test_run_dir_records_the_config_and_guards_resume(tmp_path):
 def test_resume_reads_the_saved_config(tmp_path):
     """With --resume the command line changes the saved run's settings, not the
     preset's: a run started with overrides resumes without repeating them."""
-    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"),
+    cfg = config_io.apply_overrides(presets.load_preset("alfworld_cpu"),
                                     [f"train.out_dir={tmp_path}", "train.steps=3"])
     prepare_run_dir(cfg, str(tmp_path))
     done = _run(f"--out_dir={tmp_path}", "--resume", "--print_config")
@@ -143,7 +145,7 @@ def test_warm_start_stage_builds_the_entry_a_run_then_loads(tmp_path):
     done = subprocess.run([sys.executable, stage, *tiny], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    cfg = config_io.apply_overrides(config_io.load_preset("alfworld_cpu"), tiny)
+    cfg = config_io.apply_overrides(presets.load_preset("alfworld_cpu"), tiny)
     entry = tmp_path / warm_start_key(cfg)
     assert f"warm start cached: {entry}" in done.stdout
     assert sorted(os.listdir(entry)) == ["actor.safetensors", "extractor.safetensors",

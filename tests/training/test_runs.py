@@ -6,7 +6,9 @@ import jax
 import numpy as np
 import pytest
 
-from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.config_io import apply_overrides
+
+from experiments.configs import load_preset
 from crl_jax.training.metrics import read_metrics
 from crl_jax.training import loop
 from crl_jax.training.components import build_run, task_pool

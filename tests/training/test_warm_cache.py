@@ -9,7 +9,8 @@ import pytest
 from crl_jax.rl.learner import Learner
 from crl_jax.training import setup
 from crl_jax.training.components import build_run
-from crl_jax.training.config_io import apply_overrides, load_preset
+from crl_jax.training.config_io import apply_overrides
+from experiments.configs import load_preset
 from crl_jax.training.warm_cache import (
     KEY_SCHEME,
     WarmStartCache,
@@ -330,10 +331,10 @@ def test_the_committed_records_keep_their_warm_start_keys():
     values: the warm starts the committed figure records grew from keep
     their keys (a changed key makes every record of the preset stale, so
     a change here must be deliberate, with the records rerun). alfworld_cpu's
-    changed deliberately on 2026-12-03: its extractor warm start shows
-    missteps (extractor_missteps=0.5; the runs that load the extractor were
-    made again)."""
-    from crl_jax.training.config_io import load_preset
+    changed deliberately when its extractor warm start began to show
+    missteps (extractor_missteps=0.5, docs/FINDINGS.md, "Extractor missteps";
+    the runs that load the extractor were made again)."""
+    from experiments.configs import load_preset
     from crl_jax.training.warm_cache import legacy_warm_start_key
 
     want = {"alfworld_cpu": ("alfworld_cpu-ws7-46d406a65d1456ea", "alfworld_cpu-031ec4a790db9e06"),
@@ -344,3 +345,18 @@ def test_the_committed_records_keep_their_warm_start_keys():
     for name, (key, legacy) in want.items():
         cfg = load_preset(name)
         assert (warm_start_key(cfg), legacy_warm_start_key(cfg)) == (key, legacy), name
+
+
+def test_the_key_history_of_preset_pools_matches_every_preset():
+    # The warm-start key leaves an RL pool out of its hash where it is the one
+    # the preset had when the pool joined the key; the library keeps that as a
+    # table (it reads no presets). A preset whose pool differs from its entry
+    # would change its keys, and every record made from it would go stale.
+    from crl_jax.training.warm_cache import PRESET_POOLS_AT_SCHEME, _pool_excluded
+    from experiments.configs import PRESETS
+
+    assert sorted(PRESET_POOLS_AT_SCHEME) == PRESETS.names()
+    for name in PRESETS.names():
+        for profile in PRESETS.profiles(name) or ("",):
+            cfg = PRESETS.load(f"{name}:{profile}" if profile else name)
+            assert _pool_excluded(cfg) == PRESET_POOLS_AT_SCHEME[name], (name, profile)

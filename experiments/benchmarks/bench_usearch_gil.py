@@ -1,6 +1,6 @@
 """How long usearch's O(index) calls keep other Python threads waiting (the GIL).
 
-    .venv/bin/python experiments/bench_usearch_gil.py [--entries=200000] [--dim=32]
+    .venv/bin/python experiments/benchmarks/bench_usearch_gil.py [--entries=200000] [--dim=32]
 
 A ticker thread sleeps 0.5 ms in a loop; the longest gap between its ticks
 while the main thread runs one call is how long no other thread could run

@@ -1,6 +1,6 @@
 """Benchmark of the loss kernels: time and peak memory of loss + gradient.
 
-    .venv/bin/python experiments/bench_kernels.py --quick [--json out.json] [--dtype bfloat16]
+    .venv/bin/python experiments/benchmarks/bench_kernels.py --quick [--json out.json] [--dtype bfloat16]
 
 For each shape (N tokens, hidden d, vocab V), in one process, each variant is
 jax.jit(value_and_grad) w.r.t. (hidden, unembedding) of a PPO-clip token-mean
@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import sys
 import time
 
 import jax
@@ -30,8 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from kernels import (PolicyLossConfig, fused_policy_loss, naive_token_logprobs,  # noqa: E402
+from kernels import (PolicyLossConfig, fused_policy_loss, naive_token_logprobs,
                      policy_loss, token_logprobs)
 
 FLAGS = flags.FLAGS

@@ -1,8 +1,8 @@
 """New tokens per second of our KV-cache sampler vs transformers' PyTorch
 `generate`, on the same checkpoint, same prompts, in the same process.
 
-    python experiments/bench_sampler.py            # batch 8, 32 and 64
-    python experiments/bench_sampler.py --quick    # smaller, < 1 minute
+    python experiments/benchmarks/bench_sampler.py            # batch 8, 32 and 64
+    python experiments/benchmarks/bench_sampler.py --quick    # smaller, < 1 minute
 
 Both engines decode greedily for exactly --new_tokens tokens (no EOS stop),
 so the work is identical. The engines alternate within each repeat (a
@@ -292,5 +292,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     app.run(main)

@@ -1,7 +1,7 @@
 """Do the extractor's inputs and answers fit their limits? On a preset's
 expert demonstrations (the warm start's kind of game):
 
-    python experiments/extractor_fit.py --config=alfworld_cpu [--games=300]
+    python experiments/diagnostics/extractor_fit.py --config=alfworld_cpu [--games=300]
 
 - the trajectory a compact consolidation prompt shows, in characters,
   against the clip (prompts.EXTRACTOR_TRAJ_CHARS): for every won game, and
@@ -16,17 +16,16 @@ fits its own (same vocabulary size), not with a cached one.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from crl_jax.training import config_io  # noqa: E402
-from crl_jax.training.config import RunConfig  # noqa: E402
-from experiments.warm_start_probe import PresetCommand  # noqa: E402
+from crl_jax.training import config_io
+from experiments.configs import PRESETS
+from crl_jax.training.config import RunConfig
+from experiments.diagnostics.warm_start_probe import PresetCommand
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +85,7 @@ def report(m: dict) -> str:
 
 def main(argv=None) -> int:
     command = config_io.parse_preset_command(Command, sys.argv[1:] if argv is None else argv,
-                                             "alfworld_cpu", __doc__)
+                                             "alfworld_cpu", __doc__, presets=PRESETS)
     if command.games < 1:
         print("error: --games must be >= 1", file=sys.stderr)
         return 2

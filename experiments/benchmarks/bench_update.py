@@ -2,8 +2,8 @@
 (crl_jax.rl.learner.micro_batch_plan) against the same update at the batch's
 full width, in the same process, on the CPU presets' tiny actor.
 
-    python experiments/bench_update.py            # mixture and single-game batches
-    python experiments/bench_update.py --quick    # fewer sequences, < 2 minutes
+    python experiments/benchmarks/bench_update.py            # mixture and single-game batches
+    python experiments/benchmarks/bench_update.py --quick    # fewer sequences, < 2 minutes
 
 A batch is --sequences turns whose prompt lengths are drawn from a mix: the
 "mixture" case draws from --mix_lengths (short MiniHack prompts beside long

@@ -2,7 +2,7 @@
 trajectories, against the entries it was taught to write (see
 crl_jax/diagnostics/entry_quality.py):
 
-    python experiments/extractor_quality.py --config=alfworld_cpu [--games=48] [--missteps=2] [--section.key=value ...]
+    python experiments/diagnostics/extractor_quality.py --config=alfworld_cpu [--games=48] [--missteps=2] [--section.key=value ...]
 
 It builds the run as experiments/run.py would (warm start included; the
 preset's warm_start.cache_dir is reused) and prints one line per environment.
@@ -10,12 +10,10 @@ preset's warm_start.cache_dir is reused) and prints one line per environment.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from experiments.warm_start_probe import (built_run, extractor_answers, parse,  # noqa: E402
+from experiments.diagnostics.warm_start_probe import (built_run, extractor_answers, parse,
                                           write_report)
 
 

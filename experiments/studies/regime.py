@@ -7,7 +7,7 @@ preset's arms are the ladder's records, not run again.
 Issue 23 asks the own plan for 1.3x fewer actions on won guided episodes
 under a cap tight enough that searching often fails. At the preset's 10
 turns the experts themselves show 1.21x (`python
-experiments/expert_turn_cap.py --config=alfworld_cpu --games=300`): under a
+experiments/diagnostics/expert_turn_cap.py --config=alfworld_cpu --games=300`): under a
 cap only the searches that end early win. From 12 turns they show 1.34x,
 but the searching expert wins 0.93 of the games. On a 16-game pool the
 actor revisits every game each few steps and may learn where things are in
@@ -21,15 +21,13 @@ Full budget only, ALFWorld only.
 """
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from crl_jax.training.config_io import load_preset  # noqa: E402
-from experiments.figures.oracle_ladder import VARIANTS as LADDER  # noqa: E402
-from experiments.figures.oracle_ladder import groups_arms, groups_figure, retagged  # noqa: E402
-from experiments.figures.script import figure_main  # noqa: E402
+from experiments.configs import load_preset
+from experiments.studies.oracle_ladder import VARIANTS as LADDER
+from experiments.studies.oracle_ladder import groups_arms, groups_figure, retagged
+from experiments.figures.script import figure_main
 
 PRESET = "alfworld_cpu"
 LOOSE_CAP = 12

@@ -2,8 +2,8 @@
 searching expert against the informed expert given the game's own plan
 (and that plan with 1 and 2 wrong steps), on a preset's training games.
 
-    python experiments/expert_turn_cap.py --config=alfworld_cpu [--games=300] [--caps 8 10 12 15 20]
-    python experiments/expert_turn_cap.py --config=minihack_room_cpu --caps 4 5 6 8 10
+    python experiments/diagnostics/expert_turn_cap.py --config=alfworld_cpu [--games=300] [--caps 8 10 12 15 20]
+    python experiments/diagnostics/expert_turn_cap.py --config=minihack_room_cpu --caps 4 5 6 8 10
 
 A game counts as won at cap c when the expert wins within c actions. The
 cap at which searching often fails and the informed expert still wins is
@@ -12,17 +12,16 @@ the one that makes memory pay (issue: a memory regime where it must pay).
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from typing import Annotated
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
-import tyro  # noqa: E402
+import numpy as np
+import tyro
 
-from crl_jax.training import config_io  # noqa: E402
-from crl_jax.training.config import RunConfig  # noqa: E402
+from crl_jax.training import config_io
+from experiments.configs import PRESETS
+from crl_jax.training.config import RunConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +103,7 @@ def actions_ratio_report(results: dict[str, list], caps: tuple[int, ...]) -> str
 
 def main(argv=None) -> int:
     command = config_io.parse_preset_command(Command, sys.argv[1:] if argv is None else argv,
-                                             "alfworld_cpu", __doc__)
+                                             "alfworld_cpu", __doc__, presets=PRESETS)
     from crl_jax.training.guided_demos import informed
     if not informed(command.cfg.env.names[0]):
         print(f"error: {command.cfg.env.names[0]} has no informed expert (ALFWorld and "

@@ -11,9 +11,9 @@ line is in its prompt on held-out games, and Comp. RL's bank hands it other
 games' plans for about half of its reads. A swap line differs from an own
 line only in whose object it names, so the actor can tell them apart only
 by comparing the line's goal with its own. Greedy next-action accuracy
-with each line (`experiments/actor_step_accuracy.py --exp=none,own,peer`)
-is read in docs/RESULTS_READING.md; this figure gives what the warm start
-does in RL.
+with each line (`experiments/diagnostics/actor_step_accuracy.py --exp=none,own,peer`)
+is read in docs/FINDINGS.md, "Reading diagnostics"; this figure gives what
+the warm start does in RL.
 
     python experiments/figures/reproduce.py --budget=full --only=distrust
 
@@ -21,14 +21,12 @@ Full budget only, ALFWorld only (the swap source needs an object to name).
 """
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.oracle_ladder import VARIANTS as LADDER  # noqa: E402
-from experiments.figures.oracle_ladder import groups_arms, groups_figure, retagged  # noqa: E402
-from experiments.figures.script import figure_main  # noqa: E402
+from experiments.studies.oracle_ladder import VARIANTS as LADDER
+from experiments.studies.oracle_ladder import groups_arms, groups_figure, retagged
+from experiments.figures.script import figure_main
 
 PRESET = "alfworld_cpu"
 SWAP_SOURCE = "own:2,noisy1:1,swap:2"

@@ -1,6 +1,6 @@
 """Benchmark of the experience bank: snapshot publishing vs a reader/writer lock.
 
-    .venv/bin/python experiments/bench_experience.py --quick [--scale_sizes=100000,1000000] [--json out.json]
+    .venv/bin/python experiments/benchmarks/bench_experience.py --quick [--scale_sizes=100000,1000000] [--json out.json]
 
 Measures, in one process (ratios only; these machines swing about 2x):
 1. Reader search latency (p50/p99) and throughput with no writer and with a
@@ -27,18 +27,16 @@ import hashlib
 import json
 import os
 import statistics
-import sys
 import threading
 import time
 
 import numpy as np
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from crl_jax.experience import AddEntry, ExperienceBank, ExperienceConfig, HashingEmbedder  # noqa: E402
-from usearch.index import Index  # noqa: E402
+from crl_jax.experience import AddEntry, ExperienceBank, ExperienceConfig, HashingEmbedder
+from usearch.index import Index
 
-from experiments.bank_writers import BankWriter, LockedBank, write_batch  # noqa: E402
+from experiments.diagnostics.bank_writers import BankWriter, LockedBank, write_batch
 
 FLAGS = flags.FLAGS
 MODES = ["copy", "double_buffer", "delta"]
@@ -83,7 +81,7 @@ def load_embedder():
     try:
         from models.bert_encoder import TextEmbedder, minilm_path
         return TextEmbedder(minilm_path()), "minilm"
-    except Exception as exc:  # noqa: BLE001 - the benchmark still runs, and says so
+    except Exception as exc:
         print(f"WARNING: MiniLM encoder unavailable ({exc!r}); using HashingEmbedder(384)")
         return HashingEmbedder(384), "hashing"
 
@@ -127,7 +125,7 @@ def latency_phase(search, write, n_readers, seconds, queries, count, writer_paus
                 started = time.perf_counter()
                 search(slot, batch, count)
                 latencies[slot].append(time.perf_counter() - started)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     def writer():
@@ -137,7 +135,7 @@ def latency_phase(search, write, n_readers, seconds, queries, count, writer_paus
                 write(rng)
                 publishes[0] += 1
                 time.sleep(writer_pause)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=reader, args=(s,)) for s in range(n_readers)]
@@ -171,7 +169,7 @@ def latency_section(vectors, pool, queries, n_bank, seconds, count):
         with snapshot_bank(mode, n_bank, vectors, pool.shape[1]) as bank:
             writer = BankWriter(bank, pool)
             writer(np.random.default_rng(7))  # double buffer: the first write replays the bulk load
-            search = lambda slot, q, k: bank.reader(slot).search(q, k)  # noqa: E731
+            search = lambda slot, q, k: bank.reader(slot).search(q, k)
             for label, write in [("no_writer", None), ("busy_writer", writer)]:
                 out[f"{mode}/{label}"] = latency_phase(search, write, FLAGS.readers, seconds, queries, count,
                                                        FLAGS.writer_pause_s)
@@ -231,7 +229,7 @@ def scale_section(sizes, seconds, count):
             # The baseline searches a copy of the same HNSW graph (no second 1M-entry build).
             base = bank.snapshot.partitions["*"].base
             locked = LockedBank(None, vectors[:len(bank.snapshot)], index=Index.restore(base.keepalive))
-            search = lambda slot, q, k: bank.reader(slot).search(q, k)  # noqa: E731
+            search = lambda slot, q, k: bank.reader(slot).search(q, k)
             writer = BankWriter(bank, pool)
             for label, write in [("no_writer", None), ("busy_writer", writer), ("busy_writer+merge", writer)]:
                 merges = bank.merges

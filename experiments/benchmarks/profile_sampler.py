@@ -1,7 +1,7 @@
 """Where a generate call of our sampler spends its time, per compiled operation.
 
-    python experiments/profile_sampler.py                 # batch 64
-    python experiments/profile_sampler.py --batch=8 --top=12
+    python experiments/benchmarks/profile_sampler.py                 # batch 64
+    python experiments/benchmarks/profile_sampler.py --batch=8 --top=12
 
 The model and prompts are bench_sampler.py's (the same flags: --hidden,
 --layers, --vocab, --prompt_len, --new_tokens). Prints:
@@ -28,14 +28,12 @@ import json
 import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from experiments import bench_sampler  # noqa: E402  (defines the model and prompt flags)
+from experiments.benchmarks import bench_sampler
 
 flags.DEFINE_integer("batch", 64, "rows in the generate call")
 flags.DEFINE_integer("top", 16, "kinds of operation to list")

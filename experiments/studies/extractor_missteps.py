@@ -6,7 +6,7 @@ clean game's plan (warm_start.extractor_missteps=0.5, crl_jax/training/
 warmstart.with_missteps). Expert trajectories never hold a rejected action
 and the actor's in RL do: sampled as in RL, the preset's warm-started
 extractor answers 17% of such trajectories with malformed JSON
-(`python experiments/extractor_quality.py --missteps=2 --temperature=1.0
+(`python experiments/diagnostics/extractor_quality.py --missteps=2 --temperature=1.0
 --samples=4`). Per seed: malformed answers and why, answers cut at the cap,
 the extractor's pool step F1 at the first and last evaluation, training
 success (guided and free).
@@ -20,13 +20,12 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import aggregate, common, plots, settings  # noqa: E402
-from experiments.figures.fig6_success import COMP  # noqa: E402
-from experiments.figures.run_stats import run_summary  # noqa: E402
-from experiments.figures.script import figure_main, fmt, report  # noqa: E402
-from crl_jax.training.run_summary import series  # noqa: E402
+from experiments.figures import aggregate, common, plots, settings
+from experiments.figures.fig6_success import COMP
+from experiments.figures.run_stats import run_summary
+from experiments.figures.script import figure_main, fmt, report
+from crl_jax.training.run_summary import series
 
 PRESET = "alfworld_cpu"
 WITHOUT = f"{COMP}, extractor warm start without missteps"

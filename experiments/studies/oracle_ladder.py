@@ -8,22 +8,21 @@ Comp. RL (Fig. 6's arm, the same warm start) is drawn beside the rungs, and
 every arm's training success over all RL steps is set against GRPO's: it
 says which rung the learned bank behaves like.
 
-    python experiments/figures/oracle_ladder.py --budget=full
+    python experiments/studies/oracle_ladder.py --budget=full
 """
 from __future__ import annotations
 
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from crl_jax.training.run_summary import mean, series  # noqa: E402
-from experiments.figures import aggregate, common, plots  # noqa: E402
-from experiments.figures.ablation import Variant, variant_arms  # noqa: E402
-from experiments.figures.fig6_success import COMP  # noqa: E402
-from experiments.figures.script import attempt, figure_main, fmt, report  # noqa: E402
+from crl_jax.training.run_summary import mean, series
+from experiments.figures import aggregate, common, plots
+from experiments.figures.ablation import Variant, variant_arms
+from experiments.figures.fig6_success import COMP
+from experiments.figures.script import attempt, figure_main, fmt, report
 
 PRESETS = ("alfworld_cpu", "minihack_room_cpu")
 VARIANTS = (Variant("Oracle, own plan", "oracle", ("experience.oracle_noise=0",)),

@@ -6,9 +6,9 @@ checkpoints (default: the latest), both answering greedily
   inputs of the run's own ``extractor/pool_*`` metrics, whose values at
   different evaluations score different trajectories, so their change over
   a run mixes what the extractor learned with what the actor now plays);
-- won expert games of held-out tasks (as experiments/extractor_quality.py).
+- won expert games of held-out tasks (as experiments/diagnostics/extractor_quality.py).
 
-    python experiments/extractor_rl_gain.py --runs=experiments/figures/runs/alfworld_cpu-s0-f8d7bb7099[,...]
+    python experiments/diagnostics/extractor_rl_gain.py --runs=experiments/figures/runs/alfworld_cpu-s0-f8d7bb7099[,...]
 
 A run needs its checkpoints (they stay on the machine that made it: figure
 records commit only metrics and config) and its warm start in the cache its
@@ -22,15 +22,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 import tempfile
 
 from absl import app, flags
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from experiments.figures.common import RL_GAIN  # noqa: E402
-from experiments.warm_start_probe import extractor_answers  # noqa: E402
+from experiments.figures.common import RL_GAIN
+from experiments.diagnostics.warm_start_probe import extractor_answers
 
 FLAGS = flags.FLAGS
 

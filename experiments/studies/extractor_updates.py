@@ -30,14 +30,13 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import aggregate, common, plots, settings  # noqa: E402
-from experiments.figures.ablation import WHOLE_RUN  # noqa: E402
-from experiments.figures.fig6_success import COMP  # noqa: E402
-from experiments.figures.run_stats import run_summary  # noqa: E402
-from experiments.figures.script import figure_main, fmt, report  # noqa: E402
-from crl_jax.training.run_summary import series  # noqa: E402
+from experiments.figures import aggregate, common, plots, settings
+from experiments.figures.ablation import WHOLE_RUN
+from experiments.figures.fig6_success import COMP
+from experiments.figures.run_stats import run_summary
+from experiments.figures.script import figure_main, fmt, report
+from crl_jax.training.run_summary import series
 
 PRESET = "alfworld_cpu"
 SEED = 2

@@ -1,6 +1,6 @@
 """Environment speed (steps per second) and expert win rates.
 
-    .venv/bin/python experiments/bench_envs.py --quick [--json out.json] [--envs=minihack,sokoban]
+    .venv/bin/python experiments/benchmarks/bench_envs.py --quick [--json out.json] [--envs=minihack,sokoban]
 
 Each entry of BENCHES measures one environment family in this process:
   random   text steps/s with uniformly random valid actions (resets included)
@@ -12,14 +12,11 @@ Ratios are measured in the same run (absolute speed swings ~2x here).
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 
 import numpy as np
 from absl import app, flags, logging
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_bool("quick", False, "small episode counts: about a minute on 2 CPU cores")

@@ -7,7 +7,7 @@ Eq. 6 penalties) ranks such an entry first, and whether a query of the goal
 alone would. Separates "the extractor never wrote it" from "retrieval does
 not find it" (the entry-quality metrics of a run show only what was read).
 
-    python experiments/retrieval_check.py --run=experiments/figures/runs/alfworld_cpu-s2-8f0abbf30b
+    python experiments/diagnostics/retrieval_check.py --run=experiments/figures/runs/alfworld_cpu-s2-8f0abbf30b
 
 The run directory must still hold its checkpoints (figure records do not:
 only the machine that made the run has them).
@@ -18,9 +18,8 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -2,7 +2,7 @@
 expert's states (see crl_jax/diagnostics/step_accuracy.py), with a chosen
 experience line in every prompt: does the actor read it?
 
-    python experiments/actor_step_accuracy.py --config=alfworld_cpu [--exp=own] [--games=48] [--section.key=value ...]
+    python experiments/diagnostics/actor_step_accuracy.py --config=alfworld_cpu [--exp=own] [--games=48] [--section.key=value ...]
 
 --exp: none (no line), own (the game's own plan), peer (the plan of another
 game of the same task type), noisy:K (the own plan with K wrong steps), or
@@ -18,15 +18,13 @@ warm_start.cache_dir is reused).
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from experiments.warm_start_probe import built_run, parse, write_report  # noqa: E402
+from experiments.diagnostics.warm_start_probe import built_run, parse, write_report
 
 _EXP = re.compile(r"^(none|own|peer|noisy:([1-9]\d*))$")
 

@@ -12,14 +12,12 @@ Full budget only (the quick budget's hour has no room for its runs).
 """
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import FINALS, Variant, full_budget_variant_script  # noqa: E402
-from experiments.figures.fig6_success import COMP  # noqa: E402
-from experiments.figures.script import figure_main  # noqa: E402
+from experiments.figures.ablation import FINALS, Variant, full_budget_variant_script
+from experiments.figures.fig6_success import COMP
+from experiments.figures.script import figure_main
 
 # (figure name, preset)
 FIGURES = (("reward_baseline", "alfworld_cpu"), ("reward_baseline_minihack", "minihack_room_cpu"))

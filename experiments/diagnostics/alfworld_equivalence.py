@@ -1,8 +1,8 @@
 """Replay the same action sequences through the real and the fast ALFWorld
 engines and compare every observation, admissible list and win.
 
-    .venv/bin/python experiments/alfworld_equivalence.py --split=valid_unseen --games=134
-    .venv/bin/python experiments/alfworld_equivalence.py --generated=30
+    .venv/bin/python experiments/diagnostics/alfworld_equivalence.py --split=valid_unseen --games=134
+    .venv/bin/python experiments/diagnostics/alfworld_equivalence.py --generated=30
 
 Action sequences: expert actions, random admissible actions, and invalid
 inputs (old `put X in/on Y` syntax, wrong case, empty, long junk); see

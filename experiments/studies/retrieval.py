@@ -22,15 +22,13 @@ Full budget only (the quick budget's hour has no room for its runs).
 """
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures.ablation import (  # noqa: E402
+from experiments.figures.ablation import (
     FINALS, WHOLE_RUN, Variant, full_budget_variant_script)
-from experiments.figures.fig6_success import BASE, COMP as OURS  # noqa: E402
-from experiments.figures.script import figure_main  # noqa: E402
+from experiments.figures.fig6_success import BASE, COMP as OURS
+from experiments.figures.script import figure_main
 
 PRESET = "alfworld_cpu"
 NO_COUNT = "Comp. RL, lambda = 0 (similarity only)"

@@ -15,7 +15,7 @@ first and last evaluation and its rise (issue 24's bar: +0.1, and more than
 Static Online's), its exact-plan share, and the read entries' F1 over the
 first and last 5 steps. The pool F1 of different evaluations scores
 different trajectories (each game's latest won one); where the run's record
-holds experiments/extractor_rl_gain.py's result, the table also gives the
+holds experiments/diagnostics/extractor_rl_gain.py's result, the table also gives the
 warm-started and the trained extractor on the same inputs, which isolates
 what the extractor's RL changed.
 
@@ -31,13 +31,12 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from experiments.figures import aggregate, common, plots  # noqa: E402
-from experiments.figures.ablation import Variant, variant_arms  # noqa: E402
-from experiments.figures.fig6_success import COMP  # noqa: E402
-from experiments.figures.script import attempt, figure_main, fmt, report  # noqa: E402
-from crl_jax.training.run_summary import series  # noqa: E402
+from experiments.figures import aggregate, common, plots
+from experiments.figures.ablation import Variant, variant_arms
+from experiments.figures.fig6_success import COMP
+from experiments.figures.script import attempt, figure_main, fmt, report
+from crl_jax.training.run_summary import series
 
 PRESETS = (("alfworld_cpu", "ALFWorld"), ("minihack_room_cpu", "MiniHack Room"))
 STATIC = "Static Online Exp. (fixed extractor)"
@@ -74,7 +73,7 @@ def arms_for(preset: str, budget: str):
 
 
 def paired_cells(directory: str) -> list[str]:
-    """The run's extractor_rl_gain.json (experiments/extractor_rl_gain.py)
+    """The run's extractor_rl_gain.json (experiments/diagnostics/extractor_rl_gain.py)
     as two cells, pool and held-out step F1 "warm -> trained"; "-" when it
     was not measured."""
     path = os.path.join(directory, common.RL_GAIN)
@@ -127,7 +126,7 @@ def make(root: str, budget: str, out_dir: str) -> list[dict]:
                         "first and last 5 steps; same inputs, warm -> trained: the warm-started "
                         "extractor and the run's last checkpoint on the checkpoint's pool "
                         "trajectories and on won expert games of held-out tasks (games in "
-                        "brackets; `python experiments/extractor_rl_gain.py --runs=RUN_DIR`, "
+                        "brackets; `python experiments/diagnostics/extractor_rl_gain.py --runs=RUN_DIR`, "
                         "'-': not measured).",
              "columns": ["preset", "arm", "seed", "updates", "pool F1 first", "pool F1 last",
                          "rise", "exact first", "exact last", "read F1 first 5",

@@ -1,6 +1,6 @@
 """The actor's sampling on a real rollout phase: our sampler vs transformers' generate.
 
-    python experiments/bench_rollout_workload.py [--config=alfworld_cpu] [--repeats=3]
+    python experiments/benchmarks/bench_rollout_workload.py [--config=alfworld_cpu] [--repeats=3]
         [--warm_start.cache_dir=DIR] [any --section.key=value of the preset, as for run.py]
 
 1. Builds the preset's run (its warm start from the cache, or trained here:
@@ -26,9 +26,9 @@ import statistics
 import sys
 import tempfile
 import time
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from crl_jax.training import config_io  # noqa: E402
-from experiments.warm_start_probe import PresetCommand, built_run  # noqa: E402
+from crl_jax.training import config_io
+from experiments.configs import PRESETS
+from experiments.diagnostics.warm_start_probe import PresetCommand, built_run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     from models.checkpoint import save_checkpoint
 
     command = config_io.parse_preset_command(WorkloadCommand, sys.argv[1:] if argv is None else argv,
-                                             "alfworld_cpu", __doc__)
+                                             "alfworld_cpu", __doc__, presets=PRESETS)
     if command.repeats < 1:
         print("error: --repeats must be >= 1", file=sys.stderr)
         return 2

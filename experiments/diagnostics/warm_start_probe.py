@@ -16,6 +16,7 @@ from typing import Annotated, Callable
 import tyro
 
 from crl_jax.training import config_io
+from experiments.configs import PRESETS
 from crl_jax.training.config import RunConfig
 
 
@@ -55,7 +56,7 @@ class ProbeCommand(PresetCommand):
 
 def parse(description: str, argv=None) -> ProbeCommand:
     command = config_io.parse_preset_command(ProbeCommand, sys.argv[1:] if argv is None else argv,
-                                             "alfworld_cpu", description)
+                                             "alfworld_cpu", description, presets=PRESETS)
     if command.games < 1 or command.missteps < 0 or command.samples < 1 or command.temperature < 0:
         print("error: --games and --samples must be >= 1, --missteps and --temperature >= 0",
               file=sys.stderr)
