@@ -83,7 +83,7 @@ class Command:
     """Join a multi-process JAX job: start this same command once per host
     (SLURM, a TPU pod slice, or JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES
     and JAX_PROCESS_ID set by hand). Set by itself when those variables are
-    set. README "Several processes"."""
+    set. BUILD.md "Multi-host (GPU clusters, TPU pods) and several processes"."""
     cpu_processes: int = 0
     """Run as this many local CPU processes of one JAX job (gloo collectives),
     each process one CPU device: multi-host behaviour on one machine."""

@@ -36,7 +36,7 @@ from absl import app, flags
 from crl_jax.experience import AddEntry, ExperienceBank, ExperienceConfig, HashingEmbedder
 from usearch.index import Index
 
-from experiments.diagnostics.bank_writers import BankWriter, LockedBank, write_batch
+from experiments.benchmarks.bank_writers import BankWriter, LockedBank, write_batch
 
 FLAGS = flags.FLAGS
 MODES = ["copy", "double_buffer", "delta"]

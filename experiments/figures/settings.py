@@ -17,7 +17,7 @@ sweep's warm-start cache, so each comparison is paired within a warm start
 and a finding has to hold across three of them: at this scale the warm
 start moves the outcome more than the arms differ (a warm start retrained
 under float-rounding-level changes ends 20 RL steps at 0.57 training
-success instead of 0.18; README "The default command"). Seed 0's arms carry
+success instead of 0.18; docs/TRAINER.md "It repeats"). Seed 0's arms carry
 no warm_start.seed override (the presets' is 0), so its records stay
 current.
 

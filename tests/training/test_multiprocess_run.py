@@ -1,4 +1,4 @@
-"""run.py as a multi-controller JAX program (README "Several processes").
+"""run.py as a multi-controller JAX program (BUILD.md "Multi-host (GPU clusters, TPU pods) and several processes").
 
 alfworld_cpu, shortened, with Comp. RL's deterministic pipeline
 (experience.sync: consolidation, merge and extractor updates at fixed
