@@ -19,6 +19,7 @@ rollouts from each environment (48 episodes, at most 20 turns; split-GRPO
 subgroups of 4, as in the single-environment presets); 20 steps,
 evaluations every 10 on 32 unseen tasks per environment (with and without
 experience). The bank is partitioned per environment (multi-task tables).
+What its runs show: docs/FINDINGS.md, "Table 1" and "Fig. 9d".
 """
 import dataclasses
 

@@ -5,15 +5,16 @@ sandbox, tiny actor and extractor trained from scratch.
 
 Budget arithmetic (2 cores): an action is a whole tool call (~30-100 tokens)
 and a prompt carries the issue and the file listing (~500-700 tokens), so a
-step is 4 tasks x 4 rollouts of at most 8 turns; every tool call runs a
-sandboxed process (~0.05-0.2 s). The warm start imitates 64 expert episodes
-(run the failing test, view the file, str_replace the fix, rerun, submit).
-Measured: warm start ~8 minutes (SFT ~3.7 s a step), RL ~1.5 minutes a
-step on 2 cores; the tiny actor solves none of 16 held-out tasks (80-88% of
-its tool calls malformed or rejected). The tiny actor can only learn the bug sites it has seen: the generator's
+step is 2 tasks x 8 rollouts of at most 8 turns, for 10 steps; every tool
+call runs a sandboxed process (~0.05-0.2 s). The warm start imitates 64
+expert episodes (run the failing test, view the file, str_replace the fix,
+rerun, submit) for 120 SFT steps (~3.7 s a step).
+
+The tiny actor can only learn the bug sites it has seen: the generator's
 templates repeat across seeds, so held-out seeds test recall of fixes, not
-software engineering. That is the point of a CPU demo; the `swe` preset is
-the real setting.
+software engineering. That is the point of a CPU demo (no figure is drawn
+from it: docs/FINDINGS.md, "WebShop alone and SWE-Bench: not run"); the
+`swe` preset is the real setting.
 """
 from crl_jax.training.config import WarmStartSpec
 from experiments.configs._common import WARM_CACHE, cpu_config

@@ -1,9 +1,9 @@
 """Writes docs/RESULTS.md from the figure scripts' reports: every figure
 embedded, its table(s) with our numbers beside the paper's, seeds, runs and
-wall times, and a "Reading" section: the text of ``<doc dir>/RESULTS_READING.md``
-when it exists (a person's interpretation, kept across regenerations), else
-a TODO with the computed ratios filled in. A figure left as committed
-(publish.py) keeps its section of the previous document word for word."""
+wall times, and a short "Reading" section that points to docs/FINDINGS.md
+(what the tables mean, claim by claim; tests/figures/test_findings.py keeps
+its numbers equal to these tables). A figure left as committed (publish.py)
+keeps its section of the previous document word for word."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,6 @@ import time
 
 from experiments.figures.script import fmt
 
-TODO = "TODO(lead): "
 HEADLINE = (("alfworld_cpu", "ALFWorld", "~1.3x", "2x"),
             ("minihack_room_cpu", "MiniHack Room", "~1.3x", "1.5x"),
             ("webshop_cpu", "WebShop", "n/a", "n/a"))
@@ -34,10 +33,14 @@ def _ratio_text(r: dict | None) -> str:
     return text
 
 
+# The figures whose ratios make the headline table (success, actions).
+HEADLINE_FIGURES = ("fig6_success", "fig7_actions")
+
+
 def headline_rows(reports: list[dict]) -> list[list[str]]:
     by_name = {r["name"]: r for r in reports}
-    s = by_name.get("fig6_success", {}).get("ratios", {})
-    a = by_name.get("fig7_actions", {}).get("ratios", {})
+    s = by_name.get(HEADLINE_FIGURES[0], {}).get("ratios", {})
+    a = by_name.get(HEADLINE_FIGURES[1], {}).get("ratios", {})
     rows = []
     for preset, title, paper_s, paper_a in HEADLINE:
         if f"{preset}/train success" not in s and f"{preset}/train actions" not in a:
@@ -48,7 +51,8 @@ def headline_rows(reports: list[dict]) -> list[list[str]]:
     return rows
 
 
-READING_FILE = "RESULTS_READING.md"
+FINDINGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))), "docs", "FINDINGS.md")
 HEADLINE_TITLE = "Headline: Comp. RL against the GRPO baseline"
 
 
@@ -85,8 +89,17 @@ def _strip_kept_mark(lines: list[str]) -> list[str]:
     return ["", *body]
 
 
+def reading_section(doc_dir: str) -> list[str]:
+    """The document's last section: where its tables are read (docs/FINDINGS.md,
+    linked relative to the document's directory)."""
+    link = os.path.relpath(FINDINGS, doc_dir).replace(os.sep, "/")
+    return ["## Reading", "",
+            f"What these tables show and what they do not, claim by claim of the paper and "
+            f"study by study, with the command that remakes each: [docs/FINDINGS.md]({link}).", ""]
+
+
 def render(reports: list[dict], budget: str, command: str, wall_s: float, runs_wall_s: float,
-           doc_dir: str, reading: str | None = None, previous: str = "") -> str:
+           doc_dir: str, previous: str = "") -> str:
     old = previous_sections(previous)
     kept = [r for r in reports if r.get("kept")]
     lines = ["# Results at CPU scale", "",
@@ -105,7 +118,7 @@ def render(reports: list[dict], budget: str, command: str, wall_s: float, runs_w
                   "this one):", ""]
         lines += [f"- {r['title']}: {r['kept']}" for r in kept] + [""]
     head = headline_rows(reports)
-    if any(r["name"] in ("fig6_success", "fig7_actions") for r in kept) and old.get(HEADLINE_TITLE):
+    if any(r["name"] in HEADLINE_FIGURES for r in kept) and old.get(HEADLINE_TITLE):
         head = []  # the headline's numbers come from kept figures: keep it too
         lines += old[HEADLINE_TITLE]
     if head:
@@ -133,42 +146,18 @@ def render(reports: list[dict], budget: str, command: str, wall_s: float, runs_w
         lines += ["", "</details>", ""]
         if rep["notes"]:
             lines += ["Missing data:", ""] + [f"- {n}" for n in rep["notes"]] + [""]
-    if reading is not None:
-        return "\n".join(lines + ["## Reading", "", reading.strip(), ""])
-    lines += ["## Reading", "",
-              f"{TODO}write {READING_FILE} beside this file: which of the paper's claims hold at this "
-              "scale, which do not, and why (experience quality, retrieval hits, extractor "
-              "reward, warm-start level, task difficulty).", ""]
-    for row in head:
-        lines.append(f"- {row[0]}: success Comp. RL / Baseline = {row[1]} on training batches, "
-                     f"{row[2]} on held-out evaluation (paper {row[3]}); actions Baseline / "
-                     f"Comp. RL = {row[4]} (paper {row[5]}). {TODO}does it hold, and why?")
-    table1 = next((r for r in reports if r["name"] == "table1_multitask" and r["tables"]), None)
-    if table1:
-        held = table1["tables"][0]
-        col = held["columns"].index("avg")
-        avgs = {row[0]: row[col] for row in held["rows"]}
-        lines.append("- Table 1 ordering (avg, ours (paper)): "
-                     + "; ".join(f"{k} {v}" for k, v in avgs.items())
-                     + f". {TODO}does Comp. RL > Baseline > Static Online > Exp. Only hold?")
-    lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + reading_section(doc_dir))
 
 
 def write_results(path: str, reports: list[dict], budget: str, command: str, wall_s: float,
                   runs_wall_s: float) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     doc_dir = os.path.dirname(os.path.abspath(path))
-    reading_path = os.path.join(doc_dir, READING_FILE)
-    reading = None
-    if os.path.exists(reading_path):
-        with open(reading_path, encoding="utf-8") as f:
-            reading = f.read()
     previous = ""
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             previous = f.read()
-    text = render(reports, budget, command, wall_s, runs_wall_s, doc_dir, reading, previous)
+    text = render(reports, budget, command, wall_s, runs_wall_s, doc_dir, previous)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
