@@ -70,14 +70,27 @@ def previous_sections(text: str) -> dict[str, list[str]]:
     return out
 
 
-def _kept_section(rep: dict, previous: dict[str, list[str]]) -> list[str]:
-    lines = previous.get(rep["title"])
+def headings(reports: list[dict]) -> list[str]:
+    """Each report's section heading: its title, with the figure's name added
+    where an earlier report has the same title (one study drawn on two
+    presets), so no two sections share a heading."""
+    seen: set[str] = set()
+    out = []
+    for rep in reports:
+        title = rep["title"]
+        out.append(f"{title} ({rep['name']})" if title in seen else title)
+        seen.add(title)
+    return out
+
+
+def _kept_section(rep: dict, heading: str, previous: dict[str, list[str]]) -> list[str]:
+    lines = previous.get(heading)
     if lines:
         return [*lines[:1], "", "*Kept from the previous document: some of its runs have no "
                 "record on the machine that made this one (which: the list at the top).*",
                 *_strip_kept_mark(lines[1:])]
     png = os.path.basename(rep["png"])
-    return [f"## {rep['title']}", "", f"*Kept as committed ({png}): {rep['kept']}; its section "
+    return [f"## {heading}", "", f"*Kept as committed ({png}): {rep['kept']}; its section "
             "was not in the previous document.*", ""]
 
 
@@ -127,12 +140,12 @@ def render(reports: list[dict], budget: str, command: str, wall_s: float, runs_w
                                     "no experience at test). Actions: Baseline / Comp. RL.",
                          "columns": ["env", "success ratio (train)", "success ratio (eval)",
                                      "paper", "fewer actions (train)", "paper"], "rows": head})
-    for rep in reports:
+    for rep, heading in zip(reports, headings(reports)):
         if rep.get("kept"):
-            lines += _kept_section(rep, old)
+            lines += _kept_section(rep, heading, old)
             continue
         rel = os.path.relpath(rep["png"], doc_dir)
-        lines += [f"## {rep['title']}", "", f"![{rep['name']}]({rel})", ""]
+        lines += [f"## {heading}", "", f"![{rep['name']}]({rel})", ""]
         for t in rep["tables"]:
             lines += _table(t)
         lines += [f"Seeds: {', '.join(map(str, rep['seeds'])) or 'none'}.", ""]

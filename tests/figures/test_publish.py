@@ -190,3 +190,14 @@ def test_documents_show_paths_inside_the_repository_relative_to_it():
     assert common.shown_path(os.path.join(REPO, "experiments", "figures", "runs", "r")) == \
         os.path.join("experiments", "figures", "runs", "r")
     assert common.shown_path("/elsewhere/runs/r") == "/elsewhere/runs/r"
+
+
+def test_no_two_sections_of_the_results_share_a_heading():
+    # One study drawn on two presets has one title; its second section names
+    # its figure, so a heading links to one section and a kept section is found.
+    reports = [{"title": "T", "name": "a"}, {"title": "U", "name": "b"},
+               {"title": "T", "name": "c"}]
+    assert results_doc.headings(reports) == ["T", "U", "T (c)"]
+    text = open(os.path.join(REPO, "docs", "RESULTS.md"), encoding="utf-8").read()
+    found = [line for line in text.splitlines() if line.startswith("## ")]
+    assert len(found) == len(set(found)), sorted(h for h in found if found.count(h) > 1)
