@@ -96,15 +96,7 @@ class Attention(nnx.Module):
         the caller to write; without a cache, None."""
         cfg = self.cfg
         b, t, _ = x.shape
-        q = self.q_proj(x).reshape(b, t, cfg.num_heads, cfg.head_dim)
-        k = self.k_proj(x).reshape(b, t, cfg.num_kv_heads, cfg.head_dim)
-        v = self.v_proj(x).reshape(b, t, cfg.num_kv_heads, cfg.head_dim)
-        if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q = apply_rope(q, positions, inv_freq)
-        k = apply_rope(k, positions, inv_freq)
-        groups = cfg.num_heads // cfg.num_kv_heads
-        q = q.reshape(b, t, cfg.num_kv_heads, groups, cfg.head_dim)
+        q, k, v = self._project(x, positions, inv_freq)
         scale = cfg.head_dim ** -0.5
         stored = (None, None)  # what the caller keeps in its cache for this layer
         out = None
@@ -151,6 +143,22 @@ class Attention(nnx.Module):
                 out = attend(q, k, v, mask, scale)
         out = out.reshape(b, t, cfg.num_heads * cfg.head_dim)
         return self.o_proj(constrain(out, ("batch", "seq", "act_heads"))), *stored
+
+    def _project(self, x, positions, inv_freq):
+        """The block's queries [b, t, kv, g, d] (grouped by the key/value head
+        they read), keys and values [b, t, kv, d]: projected, normed
+        (qk_norm) and rotated."""
+        cfg = self.cfg
+        b, t, _ = x.shape
+        q = self.q_proj(x).reshape(b, t, cfg.num_heads, cfg.head_dim)
+        k = self.k_proj(x).reshape(b, t, cfg.num_kv_heads, cfg.head_dim)
+        v = self.v_proj(x).reshape(b, t, cfg.num_kv_heads, cfg.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = apply_rope(q, positions, inv_freq)
+        k = apply_rope(k, positions, inv_freq)
+        groups = cfg.num_heads // cfg.num_kv_heads
+        return q.reshape(b, t, cfg.num_kv_heads, groups, cfg.head_dim), k, v
 
 
 def attend(q, k, v, mask, scale):
@@ -212,7 +220,7 @@ def attend_one_token(q, k_cache, v_cache, k_new, v_new, mask, offset, scale):
     # Products and sums, not einsums: a matrix-vector product per (row, head)
     # is memory-bound either way, and on XLA's CPU backend these fused loops
     # beat its batched dots of the same shapes (the whole sampler 1.1-1.4x
-    # in an interleaved A/B at batch 8-64, 2026-12-02; measured on CPU only,
+    # in an interleaved A/B at batch 8-64; measured on CPU only,
     # GPU and TPU take the same code).
     qh = q[:, 0]  # [b, kv, g, d]
     scores = (qh[..., None] * k_cache[:, :, None]).astype(jnp.float32).sum(-2) * scale

@@ -169,7 +169,7 @@ class Sampler:
         """The compiled decode loop that ``generate(prompts, config)`` runs
         (jax.stages.Compiled: its HLO text, memory analysis), found by
         running that call once and lowering the loop at its arguments'
-        shapes; for inspection (experiments/profile_sampler.py, tests)."""
+        shapes; for inspection (experiments/benchmarks/profile_sampler.py, tests)."""
         shapes, decode = [], self._decode
 
         def capture(*args):  # shapes only: the carry is donated to the call

@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from crl_jax.experience.config import ExperienceConfig
 from crl_jax.experience.embedders import embed_checked
 from crl_jax.experience.entries import AddEntry, DeleteEntry, Entry, UpdateEntry
 from crl_jax.experience.operations import (AddOperation, UpdateOperation, index_text, parse_operations,
@@ -106,14 +107,7 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
     manager.count("episodes")
     snapshot = bank.snapshot
     guiding = snapshot.entries.get(record.guiding_entry_id) if record.guiding_entry_id is not None else None
-    if guiding is not None:  # r(m): the outcome goes to the call that wrote the guiding text
-        if not record.judged:
-            manager.training_buffer.credit(guiding.source_call, record.success,
-                                           record.outcome_baseline)
-        elif record.judged_credit is not None:
-            manager.training_buffer.credit_value(guiding.source_call, record.judged_credit)
-    for key in record.asked_sample_keys:
-        manager.training_buffer.credit(key, record.success, record.outcome_baseline)
+    _credit_calls(manager, record, guiding)
     shown = [guiding] if guiding is not None else []
     if config.consolidation_context and len(snapshot):
         related = manager.search(query_text(record.goal, config.retrieval_key), record.task_key,
@@ -123,7 +117,47 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
     shown = shown[:1 + config.consolidation_context]
     reply = _call_extractor(manager, ExtractionRequest("consolidate", tuple(shown), record.goal,
                                                        record.trajectory, record.success))
-    parsed = parse_operations(reply.response, len(shown), config.max_ops_per_call, config.max_entry_chars,
+    writes, rejected = _planned_writes(reply.response, shown, config)
+    manager.count("ops_rejected", len(rejected))
+    manager.count("calls_malformed", 1 if rejected else 0)
+    for reason in rejected:
+        manager.count(f"rejected_{rejection_kind(reason)}")
+    if not writes:
+        return ConsolidationReport(None, rejected=tuple(rejected))
+    key = manager.sample_key("consolidate", record.step)
+    ops, updated, deleted = _bank_operations(manager, record, reply, writes, key)
+    try:
+        receipt = bank.apply(ops)
+    except ValueError as exc:  # e.g. an entry evicted since it was shown
+        manager.count("bank_rejections")
+        return ConsolidationReport(None, rejected=tuple(rejected + [f"bank rejected the operations: {exc}"]))
+    manager.count("ops_applied", len(writes))
+    manager.training_buffer.add_sample(key, reply.prompt, reply.response, record.step, "consolidate",
+                                       receipt.added_ids + tuple(updated))
+    return ConsolidationReport(key, receipt.added_ids, tuple(updated), tuple(deleted), tuple(rejected),
+                               receipt.version)
+
+
+def _credit_calls(manager, record: EpisodeRecord, guiding: Entry | None) -> None:
+    """r(m): the episode's outcome goes to the extractor call that wrote the
+    guiding entry (or the actor's verdict on it, when judged) and to the
+    search-and-ask calls the episode made."""
+    if guiding is not None:
+        if not record.judged:
+            manager.training_buffer.credit(guiding.source_call, record.success,
+                                           record.outcome_baseline)
+        elif record.judged_credit is not None:
+            manager.training_buffer.credit_value(guiding.source_call, record.judged_credit)
+    for key in record.asked_sample_keys:
+        manager.training_buffer.credit(key, record.success, record.outcome_baseline)
+
+
+def _planned_writes(response: str, shown: list[Entry], config: ExperienceConfig
+                    ) -> tuple[list[tuple[AddOperation | UpdateOperation, list[int]]], list[str]]:
+    """The extractor's operations to apply, each with the ids of the shown
+    entries it rewrites, and the reasons for those rejected (malformed, or an
+    update of an entry an earlier operation of this call already changed)."""
+    parsed = parse_operations(response, len(shown), config.max_ops_per_call, config.max_entry_chars,
                               config.entry_format == "title_content")
     rejected = list(parsed.rejected)
     writes = []
@@ -138,13 +172,15 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
             writes.append((op, ids))
         elif isinstance(op, AddOperation):
             writes.append((op, []))
-    manager.count("ops_rejected", len(rejected))
-    manager.count("calls_malformed", 1 if rejected else 0)
-    for reason in rejected:
-        manager.count(f"rejected_{rejection_kind(reason)}")
-    if not writes:
-        return ConsolidationReport(None, rejected=tuple(rejected))
-    key = manager.sample_key("consolidate", record.step)
+    return writes, rejected
+
+
+def _bank_operations(manager, record: EpisodeRecord, reply: ExtractorReply,
+                     writes: list[tuple[AddOperation | UpdateOperation, list[int]]], key: str
+                     ) -> tuple[list[AddEntry | UpdateEntry | DeleteEntry], list[int], list[int]]:
+    """The bank operations of the planned writes (their texts embedded in one
+    call), with the ids they update and delete."""
+    config = manager.config
     vectors = embed_checked(manager.embedder, [index_text(op.text, config.retrieval_key)
                                                for op, _ in writes])
     ops, updated, deleted = [], [], []
@@ -156,16 +192,7 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
             ops += [DeleteEntry(i) for i in ids[1:]]
             updated.append(ids[0])
             deleted += ids[1:]
-    try:
-        receipt = bank.apply(ops)
-    except ValueError as exc:  # e.g. an entry evicted since it was shown
-        manager.count("bank_rejections")
-        return ConsolidationReport(None, rejected=tuple(rejected + [f"bank rejected the operations: {exc}"]))
-    manager.count("ops_applied", len(writes))
-    manager.training_buffer.add_sample(key, reply.prompt, reply.response, record.step, "consolidate",
-                                       receipt.added_ids + tuple(updated))
-    return ConsolidationReport(key, receipt.added_ids, tuple(updated), tuple(deleted), tuple(rejected),
-                               receipt.version)
+    return ops, updated, deleted
 
 
 def _valid_merge_output(output, max_chars: int, structured: bool = False) -> bool:

@@ -8,7 +8,8 @@ environment's done, at the turn cap, or when the token budget is spent.
 Trajectories are token-exact: a turn keeps its prompt ids and the sampled ids
 and log-probs exactly as the sampler produced them; the training sample of a
 turn is prompt (mask 0) + sampled tokens (mask 1). Generated text is decoded
-only to parse the action, never re-encoded.
+only to parse the action, never re-encoded. How a sampled answer becomes a
+turn, and the episodes of one call, are in crl_jax/rl/rollout_turns.py.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import numpy as np
 from crl_jax.rl import critic, prompts
 from crl_jax.envs.base import StepInfo
 from crl_jax.rl.episode import Episode, Turn  # noqa: F401  (re-exported)
+from crl_jax.rl.rollout_turns import OwnedEpisodes, SampledAnswer
 from models.distributed import ProcessShare
 from models.sampler import Sampler
 from models.sampling_ops import SamplingConfig, strip_stop_tokens
@@ -138,118 +140,127 @@ class RolloutEngine:
         """
         if not (len(envs) == len(tasks) == len(guided)):
             raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
-        share = self.share
-        cfg = self.config
         self.sampling_stats = {"tokens": 0, "seconds": 0.0}  # this call's actor turns
-        asks_offered = cfg.max_asks if ask is not None else 0  # the first message says so
-        mine = share.owned(len(tasks))
-        episodes, infos, observations = {}, {}, {}
-        for i in mine:
-            obs, info = envs[i].reset(tasks[i])
-            infos[i], observations[i] = info, obs
-            episodes[i] = Episode(task=tasks[i], task_key=_task_key(envs[i]), goal=info.goal,
-                                  guided=bool(guided[i]), first_observation=obs,
-                                  subtasks=tuple(info.subtasks), env_name=getattr(envs[i], "name", ""))
+        asks_offered = self.config.max_asks if ask is not None else 0  # the first message says so
+        own = OwnedEpisodes.reset(envs, tasks, guided, self.share.owned(len(tasks)))
         rng = np.random.default_rng(seed)
         if retrieve is not None and any(guided):
-            # every process asks for every guided episode, in episode order, so
-            # that each bank replica counts the same retrievals (Eq. 6)
-            asked = [q for part in share.gather(
-                [(i, prompts.retrieval_query(episodes[i].goal, observations[i], self.retrieval_key),
-                  episodes[i].task_key) for i in mine if guided[i]]) for q in part]
-            start = time.perf_counter()
-            found = retrieve([q for _, q, _ in asked], [k for _, _, k in asked])
-            per_query = (time.perf_counter() - start) / len(asked)
-            for (i, _, _), hit in zip(asked, found):
-                if i not in episodes:
-                    continue
-                episodes[i].retrieval_s = per_query
-                if hit is not None:
-                    episodes[i].experience, episodes[i].experience_id = hit
-                    episodes[i].retrieved = hit[0]
-            if judge:  # one sampler call for every process's entries; each keeps its own
-                everyone = dict(pair for part in share.gather(
-                    [(i, episodes[i]) for i in mine if guided[i]]) for pair in part)
-                everyone.update(episodes)  # this process's own episodes, not copies
-                self.judge([everyone[i] for (i, _, _), hit in zip(asked, found) if hit is not None],
-                           int(rng.integers(2**31)), judge)
-        reported = 0  # episodes ended so far, over all processes
-        for turn in range(cfg.max_turns):
-            live = [i for i in mine if not episodes[i].done]
-            views = [self._view(episodes[i], observations[i], infos[i]) for i in live]
-            prompt_ids = [self._turn_prompt(episodes[i], v, asks_offered)
-                          for i, v in zip(live, views)]
-            if cfg.conversation:  # a conversation that outgrew the prompt ends here
-                fits = [j for j, p in enumerate(prompt_ids) if len(p) <= cfg.max_prompt_tokens]
-                for j in set(range(len(live))) - set(fits):
-                    episodes[live[j]].done = True
-                live, views, prompt_ids = ([x[j] for j in fits] for x in (live, views, prompt_ids))
-            # every process's live prompts, in episode order: one sampler call for all
-            parts = share.gather((prompt_ids, sum(episodes[i].done for i in mine)))
-            ended = sum(n for _, n in parts)
-            if progress is not None and ended > reported:
-                progress(ended - reported)
-            reported = ended
-            batch = [p for ids, _ in parts for p in ids]
-            if not batch:
+            self._retrieve(own, guided, retrieve, judge, rng)
+        for _ in range(self.config.max_turns):
+            if not self._play_turn(own, envs, rng, ask, asks_offered, progress):
                 break
-            first = sum(len(ids) for ids, _ in parts[:share.index])  # this process's first row
-            start = time.perf_counter()
-            result = self.sampler.generate(batch, self.sampling, rng=int(rng.integers(2**31)),
-                                           decode=self.tokenizer.decode)
-            self.sampling_stats["seconds"] += time.perf_counter() - start
-            self.sampling_stats["tokens"] += sum(len(t) for t in result.tokens)
-            tokens = result.tokens[first:first + len(live)]
-            logprobs = result.logprobs[first:first + len(live)]
-            texts = [self.tokenizer.decode(strip_stop_tokens(t, self.sampling)) for t in tokens]
-            parsed = [prompts.parse_turn(texts[j], cfg.format, cfg.prompt_style,
-                                         episodes[i].env_name, views[j].valid_actions)
-                      for j, i in enumerate(live)]
-            queries = {j: q for j, (q, _) in enumerate(parsed)}
-            asking = [j for j, q in queries.items() if q and ask is not None
-                      and episodes[live[j]].num_asks < cfg.max_asks]
-            answers = self._ask(ask, asking, [queries[j] for j in asking],
-                                [episodes[live[j]].task_key for j in asking])
-            for j, i in enumerate(live):
-                ep, env = episodes[i], envs[i]
-                ids, text = tokens[j], texts[j]
-                if j in answers:  # a tool call: the answer becomes history, the world waits
-                    advice, key = answers[j]
-                    if key:
-                        ep.ask_keys.append(key)
-                    reply = prompts.ask_observation(advice, cfg.prompt_style,
-                                                    cfg.max_asks - ep.num_asks - 1)
-                    ep.turns.append(Turn(list(prompt_ids[j]), list(ids), logprobs[j], text,
-                                         None, reply, 0.0, (), False, views[j], queries[j]))
-                    continue
-                action = parsed[j][1]
-                if action is None:  # never sent: the world stays as the prompt shows it
-                    ep.turns.append(Turn(list(prompt_ids[j]), list(ids), logprobs[j], text,
-                                         None, prompts.NO_ACTION, 0.0, (), True, views[j]))
-                    ep.format_failed = cfg.end_on_format_failure and prompts.format_failure_ends(
-                        cfg.prompt_style, ep.env_name)
-                    ep.done = ep.format_failed or ep.generated_tokens >= cfg.token_budget
-                    continue
-                step = env.step(action)
-                ep.turns.append(Turn(list(prompt_ids[j]), list(ids), logprobs[j], text, action,
-                                     step.observation, float(step.reward),
-                                     tuple(step.info.subtask_events),
-                                     bool(step.info.invalid_action), views[j]))
-                # A rejected action changes nothing in the world: the prompt keeps
-                # showing the last real observation, the failure goes to history.
-                if not step.info.invalid_action:
-                    observations[i] = step.observation
-                infos[i] = step.info
-                ep.won = ep.won or bool(step.info.won)
-                if step.done or ep.won or ep.generated_tokens >= cfg.token_budget:
-                    ep.done = True
-        if progress is not None and len(tasks) > reported:  # the last turn's and the turn cap's
-            progress(len(tasks) - reported)
-        for ep in episodes.values():
+        return self._finish(own, len(tasks), progress)
+
+    def _retrieve(self, own: OwnedEpisodes, guided: Sequence[bool], retrieve: Retriever,
+                  judge: str | None, rng: np.random.Generator) -> None:
+        """Each guided episode's entry (or none), then, with ``judge``, the
+        verdict on it. Every process asks for every guided episode, in
+        episode order, so that each bank replica counts the same retrievals
+        (Eq. 6)."""
+        episodes = own.episodes
+        asked = [q for part in self.share.gather(
+            [(i, prompts.retrieval_query(episodes[i].goal, own.observations[i], self.retrieval_key),
+              episodes[i].task_key) for i in own.indices if guided[i]]) for q in part]
+        start = time.perf_counter()
+        found = retrieve([q for _, q, _ in asked], [k for _, _, k in asked])
+        per_query = (time.perf_counter() - start) / len(asked)
+        for (i, _, _), hit in zip(asked, found):
+            if i not in episodes:
+                continue
+            episodes[i].retrieval_s = per_query
+            if hit is not None:
+                episodes[i].experience, episodes[i].experience_id = hit
+                episodes[i].retrieved = hit[0]
+        if judge:
+            hits = [i for (i, _, _), hit in zip(asked, found) if hit is not None]
+            self._judge_everyones(own, guided, hits, judge, rng)
+
+    def _judge_everyones(self, own: OwnedEpisodes, guided: Sequence[bool], hits: list[int],
+                         judge: str, rng: np.random.Generator) -> None:
+        """One sampler call judges the entries of every process's episodes
+        ``hits`` (episode order); each process keeps its own episodes' verdicts."""
+        everyone = dict(pair for part in self.share.gather(
+            [(i, own.episodes[i]) for i in own.indices if guided[i]]) for pair in part)
+        everyone.update(own.episodes)  # this process's own episodes, not copies
+        self.judge([everyone[i] for i in hits], int(rng.integers(2**31)), judge)
+
+    def _play_turn(self, own: OwnedEpisodes, envs: Sequence, rng: np.random.Generator,
+                   ask: Asker | None, asks_offered: int,
+                   progress: Callable[[int], None] | None) -> bool:
+        """One turn of every live episode: every process's live prompts, in
+        episode order, sampled in one call; each answer becomes a tool call,
+        a rejected answer or an environment step. False when no process had
+        a live episode (nothing played)."""
+        cfg = self.config
+        live, views, prompt_ids = self._live_prompts(own, asks_offered)
+        parts = self.share.gather((prompt_ids, own.num_done()))
+        own.report_ended(sum(n for _, n in parts), progress)
+        batch = [p for ids, _ in parts for p in ids]
+        if not batch:
+            return False
+        first = sum(len(ids) for ids, _ in parts[:self.share.index])  # this process's first row
+        tokens, logprobs = self._sample(batch, first, len(live), rng)
+        answers = []
+        for j, i in enumerate(live):
+            text = self.tokenizer.decode(strip_stop_tokens(tokens[j], self.sampling))
+            answers.append(SampledAnswer(prompt_ids[j], tokens[j], logprobs[j], text, views[j],
+                                         *prompts.parse_turn(text, cfg.format, cfg.prompt_style,
+                                                             own.episodes[i].env_name,
+                                                             views[j].valid_actions)))
+        asking = [j for j, a in enumerate(answers) if a.query and ask is not None
+                  and own.episodes[live[j]].num_asks < cfg.max_asks]
+        replies = self._ask(ask, asking, [answers[j].query for j in asking],
+                            [own.episodes[live[j]].task_key for j in asking])
+        for j, i in enumerate(live):
+            if j in replies:
+                own.record_ask(i, answers[j], replies[j], cfg.prompt_style, cfg.max_asks)
+            elif answers[j].action is None:
+                own.record_no_action(i, answers[j], cfg.prompt_style, cfg.end_on_format_failure,
+                                     cfg.token_budget)
+            else:
+                own.record_step(i, answers[j], envs[i].step(answers[j].action), cfg.token_budget)
+        return True
+
+    def _live_prompts(self, own: OwnedEpisodes, asks_offered: int
+                      ) -> tuple[list[int], list[prompts.TurnView], list[list[int]]]:
+        """This process's live episodes, what each one sees and its prompt
+        ids. With rollout.conversation, an episode whose conversation outgrew
+        the prompt ends here (and is not live)."""
+        cfg = self.config
+        live = own.live()
+        views = [self._view(own.episodes[i], own.observations[i], own.infos[i]) for i in live]
+        prompt_ids = [self._turn_prompt(own.episodes[i], v, asks_offered)
+                      for i, v in zip(live, views)]
+        if cfg.conversation:
+            fits = [j for j, p in enumerate(prompt_ids) if len(p) <= cfg.max_prompt_tokens]
+            for j in set(range(len(live))) - set(fits):
+                own.episodes[live[j]].done = True
+            live, views, prompt_ids = ([x[j] for j in fits] for x in (live, views, prompt_ids))
+        return live, views, prompt_ids
+
+    def _sample(self, batch: list[list[int]], first: int, rows: int,
+                rng: np.random.Generator) -> tuple[list[list[int]], list[np.ndarray]]:
+        """Samples every process's prompts ``batch`` in one call; returns the
+        sampled ids and log-probs of this process's ``rows`` rows, from ``first``."""
+        start = time.perf_counter()
+        result = self.sampler.generate(batch, self.sampling, rng=int(rng.integers(2**31)),
+                                       decode=self.tokenizer.decode)
+        self.sampling_stats["seconds"] += time.perf_counter() - start
+        self.sampling_stats["tokens"] += sum(len(t) for t in result.tokens)
+        return result.tokens[first:first + rows], result.logprobs[first:first + rows]
+
+    def _finish(self, own: OwnedEpisodes, total: int,
+                progress: Callable[[int], None] | None) -> list[Episode]:
+        """Ends every episode (the last turn's and the turn cap's go to
+        ``progress``) and returns all processes' episodes, in episode order."""
+        if progress is not None and total > own.reported:
+            progress(total - own.reported)
+        for ep in own.episodes.values():
             ep.done = True
-        if share.count == 1:
-            return [episodes[i] for i in mine]
-        return [ep for part in share.gather([episodes[i] for i in mine]) for ep in part]
+        if self.share.count == 1:
+            return [own.episodes[i] for i in own.indices]
+        return [ep for part in self.share.gather([own.episodes[i] for i in own.indices])
+                for ep in part]
 
     def _ask(self, ask: Asker | None, rows: list[int], queries: list[str],
              keys: list[str]) -> dict[int, tuple]:
@@ -361,7 +372,3 @@ class RolloutEngine:
                                 experience=ep.experience, valid_actions=actions,
                                 first_observation=first)
 
-
-def _task_key(env) -> str:
-    """The bank partition of a task: the environment family (multi-task runs)."""
-    return getattr(env, "name", "") or "default"

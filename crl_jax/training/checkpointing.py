@@ -142,32 +142,8 @@ class RunCheckpointer:
         """
         step = int(step)
         files = dict(files or {})
-        for name in trees:
-            _check_name("Tree", name)
-        for name in files:
-            _check_name("File", name)
-        if step in self.all_steps():
-            raise ValueError(
-                f"A checkpoint for step {step} already exists in {self.directory}"
-            )
-        try:  # snapshot now: the caller may mutate its dict after we return
-            host_json = json.loads(json.dumps(dict(host_state or {})))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"host_state must be JSON-serialisable: {exc}") from exc
-
-        staging = os.path.join(self.directory, f"{_STAGING_PREFIX}{step}_{uuid.uuid4().hex}")
-        if jax.process_index() == 0:
-            os.makedirs(staging)
-            try:
-                for name, write in files.items():
-                    path = os.path.join(staging, name)
-                    write(path)
-                    if not os.path.exists(path):
-                        raise ValueError(f"File callback {name!r} wrote nothing at {path}")
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
-
+        host_json = self._check_new_step(step, trees, files, host_state)
+        staging = self._stage_files(step, files)
         manifest = {
             "version": _MANIFEST_VERSION,
             "trees": sorted(trees),
@@ -185,6 +161,46 @@ class RunCheckpointer:
         finally:
             if jax.process_index() == 0 and os.path.exists(staging):
                 shutil.rmtree(staging, ignore_errors=True)
+
+    def _check_new_step(
+        self,
+        step: int,
+        trees: Mapping[str, Any],
+        files: Mapping[str, Callable[[str], None]],
+        host_state: Mapping[str, Any] | None,
+    ) -> dict:
+        """Checks the names and that `step` is new; returns a JSON snapshot of
+        `host_state` (taken now: the caller may mutate its dict after save)."""
+        for name in trees:
+            _check_name("Tree", name)
+        for name in files:
+            _check_name("File", name)
+        if step in self.all_steps():
+            raise ValueError(
+                f"A checkpoint for step {step} already exists in {self.directory}"
+            )
+        try:
+            return json.loads(json.dumps(dict(host_state or {})))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"host_state must be JSON-serialisable: {exc}") from exc
+
+    def _stage_files(self, step: int, files: Mapping[str, Callable[[str], None]]) -> str:
+        """Runs the file callbacks (process 0) into a fresh staging directory
+        and returns its path; a callback that raises or writes nothing
+        removes it and aborts the save."""
+        staging = os.path.join(self.directory, f"{_STAGING_PREFIX}{step}_{uuid.uuid4().hex}")
+        if jax.process_index() == 0:
+            os.makedirs(staging)
+            try:
+                for name, write in files.items():
+                    path = os.path.join(staging, name)
+                    write(path)
+                    if not os.path.exists(path):
+                        raise ValueError(f"File callback {name!r} wrote nothing at {path}")
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+        return staging
 
     def wait(self) -> None:
         """Blocks until background writes are on disk (raises their errors)."""

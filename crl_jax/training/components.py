@@ -15,7 +15,8 @@ import shutil
 import jax
 import numpy as np
 
-from crl_jax.experience import EpisodeRecord
+from crl_jax.envs.base import TextEnv
+from crl_jax.experience import EpisodeRecord, ExperienceManager
 from crl_jax.rl import prompts
 from crl_jax.rl.extractor import ExtractorAgent
 from crl_jax.rl.learner import Learner
@@ -32,6 +33,7 @@ from crl_jax.training.warm_stage import warm_start_models
 from crl_jax.training.logs import progress_bar
 from models.distributed import main_process_first
 from models.sampler import Sampler
+from models.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -45,24 +47,24 @@ class Run:
     train_sources: list[TaskSource]
     eval_sources: list[TaskSource]
     rl_sources: list[TaskSource]  # train_sources cut to train.task_pool
-    demos: list
-    tokenizer: object
-    ext_tokenizer: object
+    demos: list[warmstart.Demo]
+    tokenizer: Tokenizer
+    ext_tokenizer: Tokenizer
     actor: Learner
     extractor: Learner | None
     sampler: Sampler
     engine: RolloutEngine
-    train_envs: dict[str, list]
+    train_envs: dict[str, list[TextEnv]]  # environment name -> one per episode of a step
     agent: ExtractorAgent | None
-    manager: object | None  # crl_jax.experience.ExperienceManager
-    warm_start_losses: dict
+    manager: ExperienceManager | None
+    warm_start_losses: dict[str, list]  # role -> SFT loss curve
     timings: PhaseTimings
-    oracle: dict | None = None  # experience.mode=oracle: (environment, task) -> plan
-    entry_tracker: object | None = None  # entry_tracking.EntryTracker (runs with experience)
+    oracle: dict[tuple[str, object], str] | None = None  # is_oracle: (environment, task) -> plan
+    entry_tracker: EntryTracker | None = None  # runs with experience and a fixed task pool
 
     @property
     def use_experience(self) -> bool:
-        return self.cfg.experience.mode != "none"
+        return self.cfg.experience.retrieves
 
     def close(self) -> None:
         """Stops the experience manager's threads and closes the environments."""
@@ -92,7 +94,7 @@ def task_pool(cfg: RunConfig, src: TaskSource) -> TaskSource:
     return dataclasses.replace(src, tasks=[src.tasks[i] for i in sorted(picks)])
 
 
-def collect_demos(cfg: RunConfig, sources: list[TaskSource]) -> list:
+def collect_demos(cfg: RunConfig, sources: list[TaskSource]) -> list[warmstart.Demo]:
     """Expert episodes on warm_start.demos training tasks, shared out among
     the environments (tiny models only: checkpoints need none); with
     train.pool_disjoint, none of them in the RL pool."""
@@ -139,7 +141,7 @@ def _learners(cfg: RunConfig, tok, ext_tok) -> tuple[Learner, Learner | None]:
     mesh = setup.role_mesh(cfg.actor)
     actor = Learner(setup.build_model(cfg.actor, tok, seed, mesh), cfg.actor_optim,
                     cfg.actor_loss, mesh=mesh)
-    if cfg.experience.mode in ("none", "oracle"):  # no extractor to train or sample
+    if not cfg.experience.has_extractor:  # none, oracle: no extractor to train or sample
         return actor, None
     ext_mesh = setup.role_mesh(cfg.extractor)
     # Not donated: the consolidation thread samples from the extractor's
@@ -150,7 +152,7 @@ def _learners(cfg: RunConfig, tok, ext_tok) -> tuple[Learner, Learner | None]:
 
 
 def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
-    frozen = cfg.experience.mode in ("offline", "static_online")
+    frozen = cfg.experience.extractor_frozen
     x = cfg.experience
     temperature = cfg.rollout.temperature if x.extractor_temperature is None else x.extractor_temperature
     agent = ExtractorAgent(extractor, ext_tok, cfg.rollout.format, x.extractor_max_new_tokens,
@@ -202,12 +204,12 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     sampler = Sampler(actor.model, pad_id=tok.pad_id)
     n = cfg.train.tasks_per_step * cfg.train.group_size
     agent, manager = _experience(cfg, extractor, ext_tok) if extractor is not None else (None, None)
-    if manager is not None and cfg.experience.mode == "offline":
+    if manager is not None and cfg.experience.static_bank:
         build_offline_bank(manager, demos)
     eval_sources = task_sources(cfg, cfg.env.eval_split, cfg.env.num_eval_tasks)
     rl_sources = [task_pool(cfg, s) for s in train_sources]
     oracle = None
-    if cfg.experience.mode == "oracle":
+    if cfg.experience.is_oracle:
         max_turns = episode_cap(cfg)
         noise, seed = cfg.experience.oracle_noise, cfg.warm_start.seed
         peer = cfg.experience.oracle_source == "peer"
@@ -219,7 +221,7 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     # The pool's true plans, keyed as episodes name their games; only for a
     # fixed pool (train.task_pool): without one, RL draws from every training
     # game and there is no "latest trajectory of each pool game" to score.
-    if cfg.experience.mode != "none" and cfg.train.task_pool:
+    if cfg.experience.retrieves and cfg.train.task_pool:
         names = {s.env_name: getattr(train_envs[s.env_name][0], "name", s.env_name)
                  for s in train_sources}
         plans = oracle_plans(rl_sources, 0, episode_cap(cfg), cfg.warm_start.seed)

@@ -13,11 +13,14 @@ from typing import Literal
 from crl_jax.experience.config import ExperienceConfig
 from crl_jax.rl.learner import OptimConfig
 from crl_jax.rl.rollout import RolloutConfig
+from crl_jax.training.experience_modes import (
+    EXPERIENCE_MODES,
+    ExperienceMode,
+    ExperienceModeProperties,
+)
 from kernels.policy_losses import PolicyLossConfig
 
-ExperienceMode = Literal["comp_rl", "none", "offline", "static_online", "exp_only", "oracle"]
 AdvantageMode = Literal["split", "mixed", "grpo"]
-EXPERIENCE_MODES = typing.get_args(ExperienceMode)
 ADVANTAGE_MODES = typing.get_args(AdvantageMode)
 
 
@@ -87,7 +90,7 @@ class EnvSpec:
 
 
 @dataclasses.dataclass(frozen=True)
-class ExperienceSpec:
+class ExperienceSpec(ExperienceModeProperties):
     """How experience enters training (the paper's method and its baselines).
 
     comp_rl: extractor maintains the bank online and is trained (CISPO).
@@ -97,6 +100,8 @@ class ExperienceSpec:
     trained, the actor is frozen. oracle: a control for the actor, not a
     method: retrieval returns the expert's plan of the episode's own game
     (oracle_noise steps made wrong), no extractor (crl_jax/training/oracle.py).
+    What each mode does is read through properties (``retrieves``,
+    ``trains_actor``, ...: crl_jax/training/experience_modes.py).
     """
 
     mode: ExperienceMode = "comp_rl"
@@ -257,7 +262,8 @@ class WarmStartSpec:
     # One token per digit in that tokenizer: ids and numbers read the same
     # wherever they appear, so copying one (WebShop's product ids) is a
     # per-character pattern rather than a set of merged digit chunks. (The
-    # tiny actor copies no better with it at 600 SFT steps: RESULTS_READING.)
+    # tiny actor copies no better with it: docs/FINDINGS.md, "WebShop alone
+    # and SWE-Bench: not run".)
     split_digits: bool = False
     # The seed of everything before RL: the generated game pools (train and
     # eval), the demonstrations, the tokenizer, the tiny models' init, the SFT
@@ -382,7 +388,7 @@ class RunConfig:
             raise ValueError("warm_start.judge_fraction must be in [0, 1]")
         if not 0.0 <= self.warm_start.extractor_missteps <= 1.0:
             raise ValueError("warm_start.extractor_missteps must be in [0, 1]")
-        if self.experience.actor_critic and self.experience.mode == "none":
+        if self.experience.actor_critic and not self.experience.retrieves:
             raise ValueError("experience.actor_critic judges retrieved entries; "
                              "experience.mode=none retrieves none")
         if self.warm_start.ask_fraction and self.rollout.format != "compact":

@@ -205,7 +205,7 @@ def estimate(cfg: RunConfig) -> list[RoleMemory]:
     out = [estimate_role("actor", decoder_config(cfg.actor, vocab), cfg.actor_optim,
                          cfg.actor_loss, role_devices(cfg.actor.devices), _mesh(cfg.actor),
                          width, episodes, width)]
-    if x.mode not in ("none", "oracle"):
+    if x.has_extractor:
         ext_width = x.extractor_max_prompt_tokens + x.extractor_max_new_tokens
         out.append(estimate_role("extractor", decoder_config(cfg.extractor, vocab),
                                  cfg.extractor_optim, cfg.extractor_loss,

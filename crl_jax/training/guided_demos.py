@@ -18,7 +18,7 @@ line from a mix of sources (``warm_start.guided_source``, e.g.
            it the warm start never shows a line naming a visible wrong
            object; on held-out games the actor then took it. Measured on
            one warm start, this source did not stop those takes
-           (RESULTS_READING, "Tried: peers whose objects are in view");
+           (docs/FINDINGS.md, "Reading diagnostics");
   swap     (ALFWorld) the game's own plan with the goal's object swapped
            for another object the game shows (one lying where the goal's
            object is taken, when there is one), goal included, played by

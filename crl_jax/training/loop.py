@@ -193,7 +193,7 @@ def run_training(cfg, out_dir: str | None = None, resume: bool = False,
               if jax.process_index() == 0 else NoMetricsWriter())
     evaluate = Evaluator(run)
     extractor = (ExtractorTraining(run, state.step)
-                 if run.extractor is not None and cfg.experience.mode in ("comp_rl", "exp_only")
+                 if run.extractor is not None and cfg.experience.trains_extractor
                  else None)
     history = []
     try:

@@ -113,7 +113,7 @@ def unsupported(cfg) -> str | None:
     (asynchronous consolidation and extractor training) would make the
     processes issue them in different orders."""
     x = cfg.experience
-    if x.mode not in ("none", "oracle") and not x.sync:
+    if x.has_extractor and not x.sync:
         return ("experience.sync=false: the asynchronous experience pipeline runs in one "
                 "process only; add --experience.sync=true")
     return None

@@ -153,7 +153,7 @@ def _self_distillation(run: Run, episodes: Sequence[Episode]) -> dict:
 def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
     """Finished episodes go to the extractor for consolidation; every
     merge_every steps the bank is merged, per task key."""
-    if run.cfg.experience.mode == "offline":  # static bank, but guided outcomes still credit r(m)
+    if run.cfg.experience.static_bank:  # static bank, but guided outcomes still credit r(m)
         return
     x = run.cfg.experience
     baselines = (free_outcome_baselines(episodes)
@@ -192,7 +192,7 @@ def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:
         metrics.update(run.entry_tracker.guided_metrics(episodes))
         run.entry_tracker.remember(episodes)
     with run.timings.time("actor_update"):
-        if cfg.experience.mode != "exp_only":  # exp_only freezes the actor
+        if cfg.experience.trains_actor:  # exp_only freezes the actor
             if state.step < cfg.train.actor_train_after:  # held while the bank fills
                 metrics["actor/updates"] = 0
             else:

@@ -84,7 +84,7 @@ def plan_entry(demo: Demo, max_actions: int = 12) -> str:
     where things are is what a plan knows and a searcher does not, and a
     tiny actor copies a step it can read verbatim ("go to countertop 2") but
     does not derive it from "take apple 1 from countertop 2"
-    (docs/RESULTS_READING.md, "Why the plans name walks now")."""
+    (docs/FINDINGS.md, "Reading diagnostics")."""
     kept = walks_kept(demo.actions)
     key = [a for i, a in enumerate(demo.actions) if is_decision(a) or i in kept]
     steps = key[:max_actions] or demo.actions[:max_actions]
@@ -208,16 +208,9 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
         if experience is None and ask_fraction > 0 and rng.random() < ask_fraction:  # no draw at 0
             opening = ask_opening(d, plan_entry(peers[int(rng.integers(len(peers)))]))
             view = demo_view(d, 0, history, list_actions, show_first_observation)
-            p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))
-            a = tokenizer.encode(opening[0][0]) + [tokenizer.eos_id]
-            samples.append(Sample(p + a, [0] * len(p) + [1] * len(a)))
+            samples.append(_compact_sample(tokenizer, view, obs_chars, opening[0][0]))
         if experience is not None and judge_fraction > 0 and rng.random() < judge_fraction:
-            samples.append(judge_sample(d, tokenizer, obs_chars))
-            others = [plans[id(p)] for p in peers if plans[id(p)] != plans[id(d)]]
-            if d.source not in FOREIGN_SOURCES and others:  # and one to reject: verdicts balance
-                samples.append(judge_sample(dataclasses.replace(
-                    d, experience=others[int(rng.integers(len(others)))], source="peer"),
-                    tokenizer, obs_chars))
+            samples += _judge_samples(d, peers, plans, tokenizer, obs_chars, rng)
         for t, action in enumerate(d.actions):
             view = demo_view(d, t, history, list_actions, show_first_observation, experience,
                              opening)
@@ -228,12 +221,30 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
                 views.append(prompts.TurnView(d.goal, d.observations[t],
                                               (hist + (miss,))[-history:], experience, listed,
                                               d.observations[0] if show_first_observation else ""))
-            a = tokenizer.encode(action) + [tokenizer.eos_id]
             if decision_repeat > 1 and is_decision(action):
                 views = views * decision_repeat
-            for view in views:
-                p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))
-                samples.append(Sample(p + a, [0] * len(p) + [1] * len(a)))
+            samples += [_compact_sample(tokenizer, view, obs_chars, action) for view in views]
+    return samples
+
+
+def _compact_sample(tokenizer, view: prompts.TurnView, obs_chars: int, answer: str) -> Sample:
+    """The compact prompt of ``view`` (mask 0) + ``answer`` and EOS (mask 1)."""
+    p = tokenizer.encode(prompts.render_actor_compact(view, obs_chars))
+    a = tokenizer.encode(answer) + [tokenizer.eos_id]
+    return Sample(p + a, [0] * len(p) + [1] * len(a))
+
+
+def _judge_samples(d: Demo, peers: Sequence[Demo], plans: dict[int, str], tokenizer,
+                   obs_chars: int, rng: np.random.Generator) -> list[Sample]:
+    """A guided demo's judging sample; when its line is the game's own plan
+    (exact or noisy), also one rejecting another game's plan of the same task
+    type (``plans``: id(demo) -> its plan entry), so the verdicts balance."""
+    samples = [judge_sample(d, tokenizer, obs_chars)]
+    others = [plans[id(p)] for p in peers if plans[id(p)] != plans[id(d)]]
+    if d.source not in FOREIGN_SOURCES and others:
+        samples.append(judge_sample(dataclasses.replace(
+            d, experience=others[int(rng.integers(len(others)))], source="peer"),
+            tokenizer, obs_chars))
     return samples
 
 

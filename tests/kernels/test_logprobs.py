@@ -51,7 +51,7 @@ def test_gradient_matches_finite_differences_of_numpy_reference():
     grad_h = jax.grad(lambda h: jnp.sum(token_logprobs(h, unemb, targets, chunk_size=4) * g_lp))(
         hidden)
     weights = np.asarray(g_lp, np.float64)
-    fn = lambda h: float(np.sum(ref.logprobs_and_entropy(h, unemb, targets)[0] * weights))  # noqa
+    fn = lambda h: float(np.sum(ref.logprobs_and_entropy(h, unemb, targets)[0] * weights))
     # Finite differences over all hidden entries (13 x 8, float64).
     want = ref.finite_difference_grad(fn, np.asarray(hidden, np.float64))
     np.testing.assert_allclose(grad_h, want, rtol=1e-4, atol=1e-5)

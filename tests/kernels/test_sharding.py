@@ -100,7 +100,7 @@ def test_token_logprobs_gradient_inside_shard_map(mesh):
         return jax.grad(lambda h, w: jnp.sum(fn(h, w, t) * g), argnums=(0, 1))(h, w)
 
     specs = (P("data"), P(), P("data"), P("data"))
-    chunked = lambda h, w, t: token_logprobs(h, w, t, chunk_size=3)  # noqa: E731
+    chunked = lambda h, w, t: token_logprobs(h, w, t, chunk_size=3)
     got = jax.jit(jax.shard_map(lambda *a: grads(*a, chunked), mesh=mesh, in_specs=specs,
                                 out_specs=(P("data"), P())))(hidden, unemb, targets, weights)
     want = grads(hidden, unemb, targets, weights, naive_token_logprobs)

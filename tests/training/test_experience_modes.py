@@ -102,7 +102,7 @@ def test_no_module_compares_the_experience_mode_with_a_string():
             rel = os.path.relpath(path, ROOT)
             if not name.endswith(".py") or rel in MODE_MODULES:
                 continue
-            source = open(path, encoding="utf-8").read()
-            offenders += [f"{rel}:{line}" for line in mode_comparisons(source)]
+            with open(path, encoding="utf-8") as f:
+                offenders += [f"{rel}:{line}" for line in mode_comparisons(f.read())]
     assert not offenders, ("compare experience modes through the configuration's properties "
                            f"(crl_jax/training/experience_modes.py): {offenders}")
