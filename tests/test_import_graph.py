@@ -142,6 +142,14 @@ def test_the_library_never_imports_the_experiments():
     assert not bad, bad
 
 
+def test_the_library_does_not_name_the_experiments_folder():
+    # Not even in prose: a docstring that sends a reader to a script names
+    # the script or the doc that lists it, so the library reads on its own.
+    bad = [f"{name}:{i}" for name, path in _modules().items()
+           for i, line in enumerate(open(path, encoding="utf-8"), 1) if "experiments" in line]
+    assert not bad, bad
+
+
 def test_the_experiments_check_finds_an_import(tmp_path):
     for source in ("import experiments.configs\n", "from experiments import configs\n",
                    "import importlib\nimportlib.import_module('experiments.configs')\n"):

@@ -8,7 +8,8 @@ taught to write for that trajectory (``warmstart.plan_entry``: the goal, then
 the decisive actions): exact match, goal copied, and F1 of the plan's steps
 as sets (order aside).
 
-    python experiments/diagnostics/extractor_quality.py --config=alfworld_cpu
+Its command line is the extractor_quality diagnostic (docs/TRAINER.md,
+"Measuring a warm start or a run").
 """
 from __future__ import annotations
 

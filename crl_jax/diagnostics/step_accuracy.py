@@ -14,7 +14,8 @@ page lists no admissible actions) are judged as a rollout would judge them.
 Without it, a proposal counts as accepted when the state's admissible list
 holds it.
 
-    python experiments/diagnostics/actor_step_accuracy.py --config=alfworld_cpu
+Its command line is the actor_step_accuracy diagnostic (docs/TRAINER.md,
+"Measuring a warm start or a run").
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Replay one action sequence through two ALFWorld engines and compare.
 
-Used by the equivalence tests and experiments/diagnostics/alfworld_equivalence.py. The
+Used by the equivalence tests and the alfworld_equivalence diagnostic. The
 driver mixes expert actions, random admissible actions and invalid inputs
 (the pre-0.4 `put X in/on Y`, changed case, doubled spaces, empty, 500
 characters, padded with whitespace); every step's feedback, admissible

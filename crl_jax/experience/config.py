@@ -33,8 +33,8 @@ class ExperienceConfig:
     """usearch HNSW search width while adding entries."""
     expansion_search: int = 64
     """usearch HNSW search width while searching."""
-    # How the writer makes a new snapshot visible (experiments/benchmarks/bench_experience.py
-    # compares them). "delta" (default): an immutable base under small delta
+    # How the writer makes a new snapshot visible (the experience bank benchmark,
+    # docs/BENCHMARKS.md, compares them). "delta" (default): an immutable base under small delta
     # layers, merged in the background; a publish costs O(batch) at any bank
     # size (crl_jax/experience/delta_store.py). "copy": the writer serialises its
     # master index once per publish and every reader slot maps a zero-copy view.

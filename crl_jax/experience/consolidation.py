@@ -32,7 +32,7 @@ class EpisodeRecord:
     step: int = 0
     asked_sample_keys: tuple[str, ...] = ()  # search-and-ask exchanges made during the episode
     # What the outcome is measured against when it credits the entry that
-    # guided it: 0 (paper Eq. 3's r(m)) or, with experience.reward_baseline=
+    # guided it: 0 (paper Eq. 3's r(m)) or, with controls.reward_baseline=
     # "free", the mean +1/-1 outcome of the free episodes of the same task
     # in the same step (so r(m) says whether the entry helped, not whether
     # the game was easy).

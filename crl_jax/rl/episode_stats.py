@@ -101,7 +101,7 @@ def _with_sdae(episodes, turn_adv, spec, task_ids, guided):
 def free_outcome_baselines(episodes: Sequence[Episode]) -> list[float]:
     """Per episode: the mean +1 / -1 outcome of the free (unguided) episodes
     of its task in this batch, 0 where the task has none. What a guided
-    outcome is measured against under experience.reward_baseline="free"."""
+    outcome is measured against under controls.reward_baseline="free"."""
     outcomes: dict[tuple, list[float]] = {}
     for ep in episodes:
         if not ep.guided:

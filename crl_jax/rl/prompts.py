@@ -221,7 +221,7 @@ class ExtractorView:
 
 
 # The trajectory a compact consolidation prompt shows, in characters (clipped
-# beyond; experiments/diagnostics/extractor_fit.py measures how often that happens).
+# beyond; the extractor_fit diagnostic measures how often that happens).
 EXTRACTOR_TRAJ_CHARS = 700
 
 

@@ -211,8 +211,8 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     oracle = None
     if cfg.experience.is_oracle:
         max_turns = episode_cap(cfg)
-        noise, seed = cfg.experience.oracle_noise, cfg.warm_start.seed
-        peer = cfg.experience.oracle_source == "peer"
+        noise, seed = cfg.controls.oracle_noise, cfg.warm_start.seed
+        peer = cfg.controls.oracle_source == "peer"
         oracle = {**oracle_plans(rl_sources, noise, max_turns, seed, peer=peer),
                   **oracle_plans(eval_sources, noise, max_turns, seed, cfg.env.num_eval_tasks,
                                  peer=peer)}

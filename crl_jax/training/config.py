@@ -1,6 +1,7 @@
 """The configuration of a training run: a tree of frozen dataclasses.
 
-Presets live in experiments/configs/<name>.py (``get_config()``); the command
+Presets are modules with a ``get_config()``, one a preset, that the entry points
+hand in (config_io.PresetCatalog); the command
 line changes any leaf with dotted overrides (``train.steps=2``), see
 crl_jax/training/config_io.py.
 """
@@ -13,6 +14,7 @@ from typing import Literal
 from crl_jax.experience.config import ExperienceConfig
 from crl_jax.rl.learner import OptimConfig
 from crl_jax.rl.rollout import RolloutConfig
+from crl_jax.training.controls import MOVED_KEYS, ControlSpec
 from crl_jax.training.experience_modes import (
     EXPERIENCE_MODES,
     ExperienceMode,
@@ -106,21 +108,14 @@ class ExperienceSpec(ExperienceModeProperties):
 
     mode: ExperienceMode = "comp_rl"
     """comp_rl (the method), none (GRPO baseline), offline, static_online, exp_only, or
-    oracle (a control: the own game's plan as the entry; see above)."""
-    oracle_noise: int = 0
-    """mode=oracle: wrong steps in each plan the oracle returns."""
-    oracle_source: Literal["own", "peer"] = "own"
-    """mode=oracle: the episode's own game's plan, or another game's (a null for the line)."""
+    oracle (a control: the own game's plan as the entry; see above, and the
+    controls section for which plan)."""
     guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
     merge_every: int = 5  # actor steps; 0 = no merge (ablation)
     # Who decides a merge: the extractor (paper) or exact-duplicate removal
     # (tiny presets, whose extractor is not warm-started on merges).
     merger: Literal["extractor", "dedup"] = "extractor"
     search_and_ask: bool = False
-    # What the tool answers: the bank's best entry rewritten by the extractor
-    # (paper), or "nothing" to every ask (an ablation: an actor taught to ask
-    # keeps the tool's turn cost but gets no content from it).
-    ask_answers: Literal["extractor", "nothing"] = "extractor"
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training
     # At most this many extractor updates per actor step: without a cap the
     # background thread re-draws cooling-down entries (Eq. 7 weight 0) in a loop.
@@ -137,22 +132,13 @@ class ExperienceSpec(ExperienceModeProperties):
     embedder: str = "hashing"  # hashing | minilm | a decoder embedding checkpoint dir
     bank: ExperienceConfig = ExperienceConfig()
     self_distillation: float = 0.0  # SFT weight on good guided turns (Fig. 9b); 0 = off
-    reward_baseline: Literal["none", "free"] = "none"
-    """What credits an entry (r(m), paper Eq. 3): none = the mean +1/-1 outcome
-    of the episodes it guided (the paper); free = each outcome less the mean
-    outcome of the free episodes of the same task in the same step (beyond the
-    paper: whether the entry helped, not whether the game was easy)."""
     actor_critic: bool = False
     """The Actor-Critic variant (paper App. B): the actor judges each retrieved
     entry before acting (accept / refine: rewrite it / reject), the episode
     reads what it kept, and the verdict's score (critic_accept, critic_refine,
     critic_reject) adds to the entry's credit (crl_jax/rl/critic.py). A tiny
-    actor judges only if its warm start taught it (warm_start.judge_fraction)."""
-    critic: Literal["actor", "goal"] = "actor"
-    """Actor-Critic: who judges. actor: the actor itself (paper App. B); goal:
-    a control, not a method: an entry is accepted exactly when it names the
-    episode's own goal (what a perfect judge of whose game an entry is for
-    would do where goals tell games apart)."""
+    actor judges only if its warm start taught it (warm_start.judge_fraction).
+    Who judges is a control (controls.critic)."""
     critic_accept: float = 1.0
     """Actor-Critic: added to an accepted entry's credit (paper App. B: 1)."""
     critic_refine: float = 0.5
@@ -160,11 +146,6 @@ class ExperienceSpec(ExperienceModeProperties):
     critic_reject: float = 0.0
     """Actor-Critic: a rejected entry's credit, which its episode's outcome does
     not touch (paper App. B: 0; the released code uses -1)."""
-    @property
-    def judge(self) -> str | None:
-        """Who judges retrieved entries in rollouts (None: nobody)."""
-        return self.critic if self.actor_critic else None
-
     consolidate: Literal["all", "guided"] = "all"
     """Which finished episodes the extractor consolidates: every one, or the
     guided ones only (the authors' released code; a free episode's search-and-
@@ -270,7 +251,7 @@ class WarmStartSpec:
     # order and train.task_pool. train.seed only drives RL, so runs that differ
     # only in it start from one warm-started model on the same tasks, as paper
     # runs all start from one pretrained checkpoint. (The figure sweeps set
-    # both: each figure seed is its own warm start, experiments/figures/settings.py.)
+    # both: each figure seed is its own warm start.)
     seed: int = 0
     # Reuse warm starts across runs of the same setting (crl_jax/training/warm_cache.py);
     # "" = always train. Arms of a comparison then share one warm-started actor.
@@ -336,6 +317,14 @@ class RunConfig:
     advantages: AdvantageSpec = AdvantageSpec()
     warm_start: WarmStartSpec = WarmStartSpec()
     train: TrainSpec = TrainSpec()
+    controls: ControlSpec = ControlSpec()
+    """Research controls, not the method (crl_jax/training/controls.py)."""
+    MOVED_KEYS: typing.ClassVar[dict[str, str]] = MOVED_KEYS
+
+    @property
+    def judge(self) -> str | None:
+        """Who judges retrieved entries in rollouts (None: nobody)."""
+        return self.controls.critic if self.experience.actor_critic else None
 
     def __post_init__(self):
         if self.experience.mode not in EXPERIENCE_MODES:
@@ -374,8 +363,6 @@ class RunConfig:
             raise ValueError("experience.extractor_top_p must be in (0, 1]")
         if self.experience.trajectory_obs_chars < 0:
             raise ValueError("experience.trajectory_obs_chars must be >= 0 (0 = whole observations)")
-        if self.experience.oracle_noise < 0:
-            raise ValueError("experience.oracle_noise must be >= 0")
         if not 0.0 <= self.experience.guided_fraction <= 1.0:
             raise ValueError("experience.guided_fraction must be in [0, 1]")
         if not 0.0 <= self.warm_start.guided_fraction <= 1.0:

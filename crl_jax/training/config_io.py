@@ -201,7 +201,16 @@ def parse_args(cls: type[ConfigT], default: ConfigT, args: Sequence[str]) -> Con
         raise ConfigError(_plain(err.getvalue()) or f"bad config arguments {list(args)}") from None
 
 
+def moved_keys(cls: type) -> Mapping[str, str]:
+    """{old key: new key} for the keys a config class has moved (its
+    ``MOVED_KEYS`` class variable): saved configs with the old key still load,
+    a command line with it gets an error that names the new one."""
+    return getattr(cls, "MOVED_KEYS", {})
+
+
 def _unknown_key(cls: type, key: str) -> ConfigError:
+    if key in moved_keys(cls):
+        return ConfigError(f"Config key {key!r} is now {moved_keys(cls)[key]!r}.")
     close = difflib.get_close_matches(key, list(leaf_types(cls)), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     return ConfigError(f"Unknown config key {key!r}.{hint} `--help` lists every key.")
@@ -307,9 +316,11 @@ def _flatten_dict(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def config_from_dict(cls: type[ConfigT], data: Mapping[str, Any]) -> ConfigT:
     """The inverse of `config_to_dict`, checked by the same parser as the
     command line (unknown keys, types, choices); absent keys take the
-    class's defaults."""
+    class's defaults; keys the class has moved since are read at their new place."""
     words = []
+    moved = moved_keys(cls)
     for key, value in _flatten_dict(data).items():
+        key = moved.get(key, key)
         if isinstance(value, list):
             words.append((key, [f"--{key}", *(v if isinstance(v, str) else json.dumps(v)
                                               for v in value)]))

@@ -1,6 +1,6 @@
 """Does a preset fit its devices? A dry run with abstract parameters.
 
-``python experiments/run.py --config=alfworld --dry_run --devices=16`` builds
+``run.py --config=alfworld --dry_run --devices=16`` (the run command) builds
 the actor and the extractor as shapes only (no checkpoint is read: a
 checkpoint's config.json when it exists, else the published architecture of
 a checkpoint this project's presets name), lays them out on a fake mesh of

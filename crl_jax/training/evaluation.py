@@ -41,7 +41,7 @@ class Evaluator:
                 got = run.engine.play(self._envs_for(src, len(tasks)), tasks, flags,
                                       retriever(run, src.env_name, tasks, flags, record=False)
                                       if guided else None, seed=EVAL_SEED, progress=bar.update,
-                                      judge=run.cfg.experience.judge if guided else None)
+                                      judge=run.cfg.judge if guided else None)
                 if len(sources) > 1:  # mixtures: each environment's own numbers too
                     out.update(batch_metrics(got, prefix=f"eval_{name}/{src.env_name}/"))
                 episodes += got

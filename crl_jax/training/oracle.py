@@ -1,7 +1,7 @@
 """``experience.mode=oracle``: a control for the actor, not a method.
 
 Retrieval returns the expert's plan of the episode's own game (training pool
-and evaluation games alike), made wrong in ``experience.oracle_noise`` steps;
+and evaluation games alike), made wrong in ``controls.oracle_noise`` steps;
 there is no extractor and no bank. It measures the best that experience of
 this form could do for the actor, and how good an entry must be to pay:
 against it, Comp. RL's bank can only be as useful as its entries are close

@@ -52,8 +52,8 @@ def retrieve(run: Run, queries: list[str], keys: list[str], record: bool = True)
 
 def ask(run: Run, step: int, queries: list[str], keys: list[str]):
     """The search-and-ask tool: the bank's best entry, rewritten by the extractor
-    (with experience.ask_answers="nothing": no answer, the rollout says so)."""
-    if run.cfg.experience.ask_answers == "nothing":
+    (with controls.ask_answers="nothing": no answer, the rollout says so)."""
+    if run.cfg.controls.ask_answers == "nothing":
         return [(None, None)] * len(queries)
     per_task = run.cfg.experience.bank.per_task
     futures = [run.manager.search_and_ask(q, k if per_task else "", step)
@@ -80,7 +80,7 @@ def play_training_batch(run: Run, state: RunState) -> tuple[list[Episode], dict]
             retriever(run, src.env_name, tasks, guided) if any(guided) else None,
             seed=t.seed * 100_003 + state.step,
             ask=(lambda q, k: ask(run, state.step, q, k)) if tools else None,
-            judge=cfg.experience.judge)
+            judge=cfg.judge)
         tokens += run.engine.sampling_stats["tokens"]
         sampling_s += run.engine.sampling_stats["seconds"]
     return episodes, {"tokens": tokens, "sampling_s": sampling_s}
@@ -157,7 +157,7 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
         return
     x = run.cfg.experience
     baselines = (free_outcome_baselines(episodes)
-                 if x.reward_baseline == "free" else [0.0] * len(episodes))
+                 if run.cfg.controls.reward_baseline == "free" else [0.0] * len(episodes))
     scores = CriticScores(x.critic_accept, x.critic_refine, x.critic_reject)
     for ep, baseline in zip(episodes, baselines):
         if x.consolidate == "guided" and not ep.guided:

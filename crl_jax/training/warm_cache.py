@@ -5,8 +5,8 @@ the same warm-started actor, and the warm start is the slowest part of a
 short CPU run; with ``warm_start.cache_dir`` set, the first run of a setting
 stores its tokenizer and weights under a key, the hash of everything that
 shapes them (`WarmStartInputs`), and later runs with the same key load them
-instead of training again (`python experiments/warm_start.py --config=NAME`
-builds one ahead of a run).
+instead of training again (the warm_start.py script builds one ahead of a
+run).
 
     <cache_dir>/<key>/tokenizer/...             the environment tokenizer
     <cache_dir>/<key>/actor.safetensors         parameters as named tensors

@@ -7,7 +7,7 @@ searching expert against the informed expert given the game's own plan
 
 A game counts as won at cap c when the expert wins within c actions. The
 cap at which searching often fails and the informed expert still wins is
-the one that makes memory pay (issue: a memory regime where it must pay).
+the one that makes memory pay.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ A tiny actor judges only what its warm start taught it, so the variant runs
 from a warm start that also teaches judging (warm_start.judge_fraction: own
 plans accepted, other games' rejected). Its controls come from that same
 warm start: the null, Comp. RL without the critic, and the oracle, a
-goal-match critic (experience.critic=goal: an entry is accepted exactly when
+goal-match critic (controls.critic=goal: an entry is accepted exactly when
 it names the episode's own goal, what a perfect judge would do here); Comp.
 RL and the baseline from the ladder's warm start are drawn beside them. The paper reports the variant helps early
 but searches far slower (1.21 s against 0.04 s a search); the table gives
@@ -36,13 +36,13 @@ GOAL_FILTER = "Comp. RL + goal filter, ladder's warm start (control)"
 VARIANTS = (Variant(CRITIC, extra=(*JUDGING, "experience.actor_critic=true"),
                     paper="helps early; search 1.21 s vs 0.04 s"),
             Variant(ORACLE, extra=(*JUDGING, "experience.actor_critic=true",
-                                   "experience.critic=goal")),
+                                   "controls.critic=goal")),
             Variant(NULL, extra=JUDGING),
             # The goal filter on the ladder's warm start, which never learned
             # to judge: Comp. RL's bank with every other game's plan withheld
             # (a control, since it reads the true goal), beside Comp. RL and
             # the baseline from that warm start.
-            Variant(GOAL_FILTER, extra=("experience.actor_critic=true", "experience.critic=goal")),
+            Variant(GOAL_FILTER, extra=("experience.actor_critic=true", "controls.critic=goal")),
             Variant(COMP), Variant(BASE, "none"))
 CRITIC_FINALS = (*FINALS, WHOLE_RUN, ("train/entry_goal", 5, "entries for the own goal"),
                  ("train/critic_kept_own_goal", 5, "kept, own goal"),

@@ -64,6 +64,18 @@ def normalize_overrides(overrides: Iterable[str]) -> tuple[str, ...]:
     return tuple(f"{k}={by_key[k]}" for k in sorted(by_key))
 
 
+def first_spelling(overrides: Iterable[str]) -> tuple[str, ...]:
+    """Normalized overrides with every moved key (RunConfig.MOVED_KEYS) under
+    the name it had before it moved."""
+    from crl_jax.training.config import RunConfig
+    old = {new: first for first, new in RunConfig.MOVED_KEYS.items()}
+    renamed = []
+    for item in overrides:
+        key, _, value = item.partition("=")
+        renamed.append(f"{old.get(key, key)}={value}")
+    return normalize_overrides(renamed)
+
+
 @dataclasses.dataclass(frozen=True)
 class Arm:
     """One training run of a figure. ``label`` names it in plots only;
@@ -89,7 +101,10 @@ class Arm:
 
     @property
     def run_name(self) -> str:
-        digest = hashlib.sha1(json.dumps(self.key).encode()).hexdigest()[:10]
+        # Hashed with each key as first spelled, so a key moved since (the
+        # research controls' section) leaves every run its name and record.
+        key = (self.preset, first_spelling(self.overrides), int(self.seed))
+        digest = hashlib.sha1(json.dumps(key).encode()).hexdigest()[:10]
         return f"{self.preset}-s{self.seed}-{digest}"
 
     def command(self, out_dir: str, resume: bool = False, warm_cache: str = "",
@@ -234,7 +249,7 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
 def unread(key: str, flat: dict) -> bool:
     """Whether a run with these settings never reads ``key``: an arm without
     experience (the baseline) reads no experience.* setting but the mode, so
-    retuning the experience pipeline leaves its runs valid; nor does an oracle
+    retuning the experience pipeline or its controls leaves its runs valid; nor does an oracle
     arm (no bank, no extractor) read whether the pipeline is synchronous or
     any experience.extractor_* setting; neither arm loads the extractor, so
     neither reads its warm start's warm_start.extractor_missteps."""
@@ -243,7 +258,9 @@ def unread(key: str, flat: dict) -> bool:
         return True
     if mode == "oracle" and (key == "experience.sync" or key.startswith("experience.extractor_")):
         return True
-    return mode == "none" and key.startswith("experience.") and key != "experience.mode"
+    # The controls all concern experience (they were experience.* keys).
+    return mode == "none" and (key.startswith(("experience.", "controls."))
+                               and key != "experience.mode")
 
 
 def set_aside_if_stale(arm: Arm, root: str, log: Callable[[str], None] = print) -> str | None:

@@ -7,7 +7,7 @@ opens 30% of the unguided demonstrations with an ask call
 (warm_start.ask_fraction): "no search-and-ask" differs from them in that
 warm start as well as in the tool. "Empty answers" is the fair control: the
 same ask-teaching warm start and the tool, but every ask is answered
-"nothing found" (experience.ask_answers=nothing), so only the advice's
+"nothing found" (controls.ask_answers=nothing), so only the advice's
 content differs from the full system.
 
 At the full budget the same ablations are drawn on ALFWorld too (the paper's
@@ -33,7 +33,7 @@ VARIANTS = (Variant(FULL_SYSTEM, extra=ASK, paper="best"),
             Variant("No merge", extra=(*ASK, "experience.merge_every=0"), paper="lower"),
             Variant("No search-and-ask", paper="lower"),  # the budgets pin it off
             Variant("Empty answers (same warm start)",
-                    extra=(*ASK, "experience.ask_answers=nothing"), paper="lower"),
+                    extra=(*ASK, "controls.ask_answers=nothing"), paper="lower"),
             Variant(BASE, "none", paper="lowest"))
 
 

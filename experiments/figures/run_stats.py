@@ -36,7 +36,7 @@ def run_summary(rows: Sequence[Mapping]) -> dict:
     the share of the extractor's calls whose answer was malformed (counters
     are cumulative, so the last row holds the totals); the bank's final size; the extractor's RL
     updates and the search-and-ask calls that reached the bank over the run;
-    the actor's ask turns in training (with experience.ask_answers=nothing
+    the actor's ask turns in training (with controls.ask_answers=nothing
     none reaches the bank)."""
     train = _series(rows, "train/success")
     last = max(rows, key=lambda r: r["step"]) if rows else {}

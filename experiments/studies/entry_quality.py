@@ -1,4 +1,4 @@
-"""The extractor's entries through RL (not a figure of the paper; issue 24):
+"""The extractor's entries through RL (not a figure of the paper):
 does training the extractor on r(m) make its entries better? Comp. RL
 against Static Online Exp., whose extractor is the same warm start kept
 fixed (the control: what the entries would be without the extractor's RL),
@@ -11,7 +11,7 @@ trajectory against the game's true plan (pool step F1: what the extractor
 can write), and for the guided training episodes of each step, the step F1
 of the entry they read against their own game's plan (what retrieval brings
 the actor). The table gives each seed's CISPO updates, the pool F1 at the
-first and last evaluation and its rise (issue 24's bar: +0.1, and more than
+first and last evaluation and its rise (the study's bar: +0.1, and more than
 Static Online's), its exact-plan share, and the read entries' F1 over the
 first and last 5 steps. The pool F1 of different evaluations scores
 different trajectories (each game's latest won one); where the run's record

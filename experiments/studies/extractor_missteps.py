@@ -1,5 +1,5 @@
-"""An extractor warm-started on the actor's kind of trajectory (issue: the
-extractor learns), not a figure of the paper: Comp. RL on alfworld_cpu with
+"""An extractor warm-started on the actor's kind of trajectory, not a figure
+of the paper: Comp. RL on alfworld_cpu with
 the preset's extractor warm start against one whose won demos are also
 shown with one or two rejected actions in the trajectory, answered with the
 clean game's plan (warm_start.extractor_missteps=0.5, crl_jax/training/

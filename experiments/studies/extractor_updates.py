@@ -13,7 +13,7 @@ their cooldown). The arms: the preset; up to 8 updates a step on batches of
 at 3e-5 (ten times the preset's updates); and without Eq. 7's cooldown
 (delta = 0: a sample may serve several updates of a step, its weight
 (1 + c)^-0.5 falling with each); and the 8 updates with r(m) less the mean
-outcome of the same task's free episodes (experience.reward_baseline=free:
+outcome of the same task's free episodes (controls.reward_baseline=free:
 credit for helping, not for an easy game). The table gives
 each run's updates, their mean Eq. 7 weight, the share of malformed
 answers, the extractor's pool step F1 at the first and last evaluation
@@ -46,7 +46,7 @@ ARMS = ((COMP + " (1 update a step, batch 32)", ()),
         ("up to 8 updates a step, batch 8, lr 3e-4", (*SMALL, "extractor_optim.lr=0.0003")),
         ("up to 8 updates a step, batch 8, no cooldown", (*SMALL, "experience.bank.cooldown_delta=0")),
         ("up to 8 updates a step, batch 8, r(m) less the free episodes' mean",
-         (*SMALL, "experience.reward_baseline=free")),
+         (*SMALL, "controls.reward_baseline=free")),
         # Lower lr: whether the fall of the pool entries above comes from the
         # step size rather than the number of updates; and with batches of 4,
         # whether ten times the preset's updates can be had without collapse.

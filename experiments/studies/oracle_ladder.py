@@ -25,10 +25,10 @@ from experiments.figures.fig6_success import COMP
 from experiments.figures.script import attempt, figure_main, fmt, report
 
 PRESETS = ("alfworld_cpu", "minihack_room_cpu")
-VARIANTS = (Variant("Oracle, own plan", "oracle", ("experience.oracle_noise=0",)),
-            Variant("Oracle, 1 wrong step", "oracle", ("experience.oracle_noise=1",)),
-            Variant("Oracle, 2 wrong steps", "oracle", ("experience.oracle_noise=2",)),
-            Variant("Oracle, another game's plan", "oracle", ("experience.oracle_source=peer",)),
+VARIANTS = (Variant("Oracle, own plan", "oracle", ("controls.oracle_noise=0",)),
+            Variant("Oracle, 1 wrong step", "oracle", ("controls.oracle_noise=1",)),
+            Variant("Oracle, 2 wrong steps", "oracle", ("controls.oracle_noise=2",)),
+            Variant("Oracle, another game's plan", "oracle", ("controls.oracle_source=peer",)),
             Variant(COMP),  # the learned bank, for comparison: not a rung
             Variant("No experience (GRPO)", "none"))
 WINDOW = 5  # steps averaged at the start and the end of training

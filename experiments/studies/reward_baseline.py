@@ -1,7 +1,7 @@
-"""What credits an entry (issue: the extractor learns), not a figure of the
+"""What credits an entry, not a figure of the
 paper: r(m) as the paper defines it (Eq. 3, the mean +1/-1 outcome of the
 episodes the entry guided) against r(m) less the mean outcome of the free
-episodes of the same task in the same step (experience.reward_baseline=free:
+episodes of the same task in the same step (controls.reward_baseline=free:
 whether the entry helped, not whether the game was easy), on both CPU
 presets (alfworld_cpu: figure reward_baseline; minihack_room_cpu:
 reward_baseline_minihack), 3 seeds, each seed one warm start for both arms.
@@ -23,7 +23,7 @@ from experiments.figures.script import figure_main
 FIGURES = (("reward_baseline", "alfworld_cpu"), ("reward_baseline_minihack", "minihack_room_cpu"))
 TITLE = "What credits an entry: r(m) with and without the free episodes' baseline"
 FREE = "Comp. RL, r(m) less the free episodes' mean"
-VARIANTS = (Variant(COMP), Variant(FREE, extra=("experience.reward_baseline=free",)))
+VARIANTS = (Variant(COMP), Variant(FREE, extra=("controls.reward_baseline=free",)))
 REWARD_FINALS = (*FINALS, ("train/success_guided", 5, "guided success"),
                  ("train/success_free", 5, "free success"),
                  ("extractor/reward_mean", 5, "extractor reward"))

@@ -245,3 +245,15 @@ def test_time_model_scales_mixtures_by_their_measured_cost():
     sft = ws.actor_steps + ws.extractor_steps  # comp_rl trains both models
     assert small.experience.mode == "comp_rl"
     assert settings.warm_start_s(small) == pytest.approx(sft * 0.6 * 4.4 + ws.demos * 0.06)
+
+
+def test_a_moved_key_leaves_a_run_its_name():
+    # Run names hash each key as first spelled: the research controls moved
+    # from experience.* to controls.*, and every committed record kept its name.
+    new = common.Arm("x", "alfworld_cpu", ("controls.oracle_source=peer", "experience.mode=oracle"))
+    old_key = ("alfworld_cpu", ("experience.mode=oracle", "experience.oracle_source=peer"), 0)
+    import hashlib
+    import json
+    digest = hashlib.sha1(json.dumps(old_key).encode()).hexdigest()[:10]
+    assert new.run_name == f"alfworld_cpu-s0-{digest}"
+    assert common.Arm("y", "alfworld_cpu", ("experience.mode=oracle",)).run_name != new.run_name

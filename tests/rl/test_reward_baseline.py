@@ -1,4 +1,4 @@
-"""experience.reward_baseline="free": an entry is credited with its guided
+"""controls.reward_baseline="free": an entry is credited with its guided
 episodes' outcomes less the mean outcome of the free episodes of the same
 task in the same step (hand-computed), the paper's r(m) otherwise."""
 import json

@@ -151,7 +151,7 @@ def test_rejected_turns_get_no_credit_from_a_win_and_the_penalty():
 
 
 def test_empty_answers_ablation_answers_nothing_without_touching_the_bank():
-    """experience.ask_answers="nothing": the ask turn still costs a turn, its
+    """controls.ask_answers="nothing": the ask turn still costs a turn, its
     reply says nothing was found, and the bank is never searched."""
     from types import SimpleNamespace
 
@@ -161,7 +161,7 @@ def test_empty_answers_ablation_answers_nothing_without_touching_the_bank():
     from crl_jax.training.step import ask
 
     cfg = apply_overrides(load_preset("minihack_room_cpu"), ["experience.search_and_ask=true",
-                                                             "experience.ask_answers=nothing"])
+                                                             "controls.ask_answers=nothing"])
 
     class NoBank:
         def search_and_ask(self, *args):
@@ -177,7 +177,7 @@ def test_empty_answers_ablation_answers_nothing_without_touching_the_bank():
     assert ep.turns[0].observation == "advice: nothing found"
     assert "advice: nothing found" in tok.decode(ep.turns[1].prompt_ids)
     with pytest.raises(ValueError, match="ask_answers"):
-        apply_overrides(cfg, ["experience.ask_answers=bank"])
+        apply_overrides(cfg, ["controls.ask_answers=bank"])
 
 
 def test_progress_counts_every_episode_once_when_it_ends():

@@ -1,13 +1,21 @@
 """Configuration through tyro: overrides, JSON round trip, presets, errors."""
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 
 import pytest
 
 from crl_jax.training import config_io
 from crl_jax.training.config import RunConfig
 from experiments.configs import PRESETS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _cpu():
+    return PRESETS.load("alfworld_cpu")
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +115,40 @@ def test_flatten_diff_and_format(alfworld):
     assert set(flat) == set(config_io.leaf_types(RunConfig))
     listing = config_io.format_config(alfworld).splitlines()
     assert len(listing) == len(flat) and any(line.startswith("train.steps ") for line in listing)
+
+
+def test_research_controls_have_their_own_section_after_the_method():
+    fields = [f.name for f in dataclasses.fields(RunConfig)]
+    assert fields[-1] == "controls"
+    experience = {f.name for f in dataclasses.fields(RunConfig().experience)}
+    assert not experience & {"oracle_noise", "oracle_source", "critic", "reward_baseline",
+                             "ask_answers"}
+
+
+def test_a_saved_config_with_a_control_at_its_old_place_loads_at_the_new_one():
+    # Records made before the controls had a section hold them under experience.
+    data = config_io.config_to_dict(_cpu())
+    del data["controls"]
+    data["experience"].update(critic="goal", reward_baseline="free", oracle_noise=2)
+    cfg = config_io.config_from_dict(RunConfig, data)
+    assert (cfg.controls.critic, cfg.controls.reward_baseline, cfg.controls.oracle_noise) == (
+        "goal", "free", 2)
+    assert cfg.controls.oracle_source == "own" and cfg.controls.ask_answers == "extractor"
+
+
+def test_a_control_at_its_old_place_on_the_command_line_names_the_new_key():
+    with pytest.raises(config_io.ConfigError, match="'experience.critic' is now 'controls.critic'"):
+        config_io.apply_overrides(_cpu(), ["experience.critic=goal"])
+    cfg = config_io.apply_overrides(_cpu(), ["controls.critic=goal",
+                                             "experience.actor_critic=true"])
+    assert cfg.judge == "goal"
+    assert config_io.apply_overrides(_cpu(), ["controls.critic=goal"]).judge is None
+
+
+def test_the_help_lists_the_controls_after_every_method_section():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", "run.py"), "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.index("--controls.oracle_source") > out.index("--train.steps")
+    assert out.index("--controls.critic") > out.index("--experience.actor_critic")

@@ -1,5 +1,5 @@
-"""Options that reproduce the authors' released code (issue: paper-scale
-presets faithful to it): a format failure ends the episode with its own
+"""Options that reproduce the authors' released code (the paper presets'
+released profile): a format failure ends the episode with its own
 reward, the extractor consolidates guided episodes only and sees whole
 observations, entries must have a title and a content."""
 import dataclasses

@@ -1,4 +1,4 @@
-"""Software-engineering tasks: the SWE-bench tool setting (issue 8).
+"""Software-engineering tasks: the SWE-bench tool setting.
 
 - sandbox.py: confined shell commands (time limit, output cap, no network,
   writes only inside the episode directory, scrubbed environment);
