@@ -27,7 +27,7 @@ class KVCache(NamedTuple):
     with scan_layers, else one array per layer. Keys keep the slots last, so
     a decoded token's scores sum rows that run along the slots (vectorised;
     with head_dim last, XLA's CPU backend summed 32-element rows one output
-    at a time: README "Sampler"). Unrolled layers keep separate arrays: XLA's
+    at a time: docs/BENCHMARKS.md "Sampler"). Unrolled layers keep separate arrays: XLA's
     CPU backend copied a layer out of a stacked, loop-carried cache at every
     decode step (seen in its optimised HLO), costing more than its matmuls."""
 
@@ -184,7 +184,7 @@ def causal_block_attention(q, k, v, mask, scale):
     summation order (the skipped scores are masked there, exp(-1e30) = 0),
     except for a query whose mask allows no key at all (left padding): its
     meaningless output averages other values. On CPU, smaller score arrays
-    are also faster per element (README "Sampler")."""
+    are also faster per element (docs/BENCHMARKS.md "Sampler")."""
     t = q.shape[1]
     chunk = max(MIN_CAUSAL_BLOCK, -(-t // CAUSAL_QUERY_BLOCKS))
     if t <= chunk:
@@ -200,7 +200,7 @@ def attend_cached_token(q, k_cache, v_cache, mask, scale):
     where ``mask`` [b, 1, s] allows."""
     # Products and sums, not einsums: a matrix-vector product per (row, head)
     # is memory-bound either way, and on XLA's CPU backend these fused loops
-    # beat its batched dots of the same shapes (README "Sampler").
+    # beat its batched dots of the same shapes (docs/BENCHMARKS.md "Sampler").
     qh = q[:, 0]  # [b, kv, g, d]
     scores = (qh[..., None] * k_cache[:, :, None]).astype(jnp.float32).sum(-2) * scale
     scores = jnp.where(mask[:, :, None, :], scores, _NEG)  # [b, kv, g, s]

@@ -169,7 +169,7 @@ class Sampler:
         """The compiled decode loop that ``generate(prompts, config)`` runs
         (jax.stages.Compiled: its HLO text, memory analysis), found by
         running that call once and lowering the loop at its arguments'
-        shapes; for inspection (experiments/benchmarks/profile_sampler.py, tests)."""
+        shapes; for inspection (the sampler profile, docs/BENCHMARKS.md; tests)."""
         shapes, decode = [], self._decode
 
         def capture(*args):  # shapes only: the carry is donated to the call
@@ -210,7 +210,7 @@ class Sampler:
         """A zero cache of ``b`` rows and ``slots`` slots; on a mesh, made in
         place (a whole cache on one device first might not fit). The maker
         is compiled once per shape and mesh: compiling it at every call cost
-        more than a small batch's whole prefill (README "Sampler")."""
+        more than a small batch's whole prefill (docs/BENCHMARKS.md "Sampler")."""
         key = (b, slots, mesh)
         if key not in self._cache_makers:
             make = functools.partial(KVCache.zeros, self.cfg, b, slots)

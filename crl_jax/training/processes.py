@@ -1,7 +1,8 @@
 """The trainer as a multi-controller JAX program: one process per host (or
 several local CPU processes), every process running the same host loop.
 
-The design (README "Several processes"): every process keeps the whole host
+The design (BUILD.md, "Multi-host (GPU clusters, TPU pods) and several
+processes"): every process keeps the whole host
 state (the generator that picks tasks, the episodes of a step, the
 experience bank) and issues the same device programs in the same order;
 the models and their batches are global arrays over all processes' devices.
