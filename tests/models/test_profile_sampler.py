@@ -10,7 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_profile_names_the_decode_steps_operations():
     out = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "experiments", "profile_sampler.py"), "--batch=4",
+        [sys.executable, os.path.join(ROOT, "experiments", "benchmarks", "profile_sampler.py"), "--batch=4",
          "--hidden=64", "--layers=2", "--vocab=128", "--prompt_len=8", "--new_tokens=16",
          "--top=40"], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     step = re.search(r"decode step \(traced; 15 in the call\): ([\d.]+) ms wall, (\d+) operations",

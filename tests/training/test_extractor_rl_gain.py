@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_the_script_names_a_directory_it_cannot_compare_and_shares_no_flag_at_import(tmp_path):
     import experiments.figures.reproduce
     import experiments.diagnostics.extractor_rl_gain  # noqa: F401  (defines its flags only as a script)
-    script = os.path.join(ROOT, "experiments", "extractor_rl_gain.py")
+    script = os.path.join(ROOT, "experiments", "diagnostics", "extractor_rl_gain.py")
     proc = subprocess.run([sys.executable, script, f"--runs={tmp_path}"], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode != 0 and "has no config.json" in proc.stderr
