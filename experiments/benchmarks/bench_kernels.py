@@ -188,6 +188,8 @@ def main(argv):
               else QUICK_SHAPES if FLAGS.quick else FULL_SHAPES)
     repeats = FLAGS.repeats or (2 if FLAGS.quick else 5)
     device = jax.devices()[0]
+    load_before = os.getloadavg()[0]  # a busy machine's ratios are not a result
+    print(f"load average before: {load_before:.2f}")
     print(f"backend={jax.default_backend()} device={device.device_kind} "
           f"devices={jax.device_count()} jax={jax.__version__} repeats={repeats}")
     started = time.perf_counter()
@@ -197,7 +199,7 @@ def main(argv):
         print_row(rows[-1])
     print(f"\ntotal {time.perf_counter() - started:.1f} s")
     if FLAGS.json:
-        report = {"backend": jax.default_backend(), "device_kind": device.device_kind,
+        report = {"load_average_before": load_before, "backend": jax.default_backend(), "device_kind": device.device_kind,
                   "jax": jax.__version__, "machine": platform.machine(),
                   "cpu_count": os.cpu_count(), "repeats": repeats, "shapes": rows}
         with open(FLAGS.json, "w") as f:
