@@ -143,6 +143,12 @@ class PolicyLossConfig:
         return cls(**{"loss_type": "cispo", "eps_low": 0.1, "eps_high": 0.1,
                       "aggregation": "token-mean", **overrides})
 
+    @classmethod
+    def cispo_released(cls, **overrides) -> "PolicyLossConfig":
+        """Released code: CISPO 0.1 / 0.1 averaged per sequence, then over
+        sequences (its `memory_loss_agg_mode` default, seq-mean-token-mean)."""
+        return cls.cispo_paper(**{"aggregation": "seq-mean-token-mean", **overrides})
+
 
 class LossOutput(NamedTuple):
     loss_sum: jax.Array

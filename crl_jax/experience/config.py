@@ -8,6 +8,7 @@ INDEX_DTYPES = ("f32", "bf16", "f16")
 RECENCY_CLOCKS = ("steps", "seconds")
 ENTRY_FORMATS = ("any", "title_content")
 RETRIEVAL_KEYS = ("text", "title")
+DIVERSITY_SCORES = ("similarity", "rank")  # Eq. 6's s_rank (diversification.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +61,10 @@ class ExperienceConfig:
     """Entries each retrieval returns (paper: K = 1)."""
     diversity_lambda: float = 0.4
     """Eq. 6: weight lambda of the recency penalty."""
+    diversity_score: str = "similarity"
+    """Eq. 6's s_rank: "similarity" (the paper's text: the cosine similarity)
+    or "rank" (the released code: minus the candidate's position in the
+    search's order); diversification.diversified_scores says more."""
     recency_clock: str = "seconds"
     """What Eq. 6's recency window counts: "steps" (actor steps, the same on any
     machine) or "seconds" (wall clock, the paper's own form)."""
@@ -80,7 +85,10 @@ class ExperienceConfig:
     returned, so a query with no entry this close reads nothing (beyond the
     paper; -1 = off). With retrieval_key="title", 0.95 keeps the entries whose
     title is the goal, or nearly."""
-    released_top1_shuffle: bool = False  # released code: move a recent top-1 to the end w.p. 0.5
+    released_top1_shuffle: bool = False
+    """Eq. 6 as released (``diversity_dropout_p``): after the re-ranking, a
+    top-1 retrieved within the window moves to the end of the pool with
+    probability released_shuffle_prob."""
     released_shuffle_prob: float = 0.5
     """Probability of that move (released code: 0.5)."""
     # Manager search path.
@@ -144,6 +152,9 @@ class ExperienceConfig:
         if not 0.0 <= self.released_shuffle_prob <= 1.0:
             raise ValueError(f"ExperienceConfig.released_shuffle_prob must be in [0, 1], "
                              f"got {self.released_shuffle_prob!r}")
+        if self.diversity_score not in DIVERSITY_SCORES:
+            raise ValueError(f"ExperienceConfig.diversity_score must be one of {DIVERSITY_SCORES}, "
+                             f"got {self.diversity_score!r}")
         if self.recency_clock not in RECENCY_CLOCKS:
             raise ValueError(f"ExperienceConfig.recency_clock must be one of {RECENCY_CLOCKS}, "
                              f"got {self.recency_clock!r}")

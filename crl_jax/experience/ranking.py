@@ -49,7 +49,8 @@ def rank_hits(snapshot, ids: np.ndarray, similarity: np.ndarray, k: int, now: fl
     counts = np.array([s.retrieval_count for s in stats], dtype=np.float64)
     lasts = np.array([s.last_retrieval_time for s in stats], dtype=np.float64)
     window = config.recency_window
-    scores = diversified_scores(similarity, counts, lasts, now, config.diversity_lambda, window)
+    scores = diversified_scores(similarity, counts, lasts, now, config.diversity_lambda, window,
+                                config.diversity_score)
     recent = (now - lasts) < window
     chosen = select_top_k(scores, k, recent, config.released_top1_shuffle,
                           config.released_shuffle_prob, rng)

@@ -25,6 +25,7 @@ import numpy as np
 
 EPISODE_ADVANTAGE_MODES = ("split", "mixed", "grpo")
 WEIGHT_SCALES = ("per_task", "mean_one")
+FLAT_STD = 1e-6  # a group's std at or below this is no signal (group_advantages)
 
 
 def check_rewards(rewards, name: str = "rewards") -> np.ndarray:
@@ -75,9 +76,14 @@ def group_advantages(rewards, group_ids, *, normalize_std: bool, eps: float = 1e
     The released config itself uses method "mean" (normalize_std=False).
 
     Degenerate groups get advantage exactly 0: a group of one episode (no
-    baseline; ddof=1 std undefined) and a group whose rewards are all equal
-    (no signal; exact zero rather than rounding noise). The released code
-    does the same (zeros when numel == 1 or std <= 1e-6).
+    baseline; ddof=1 std undefined), a group whose rewards are all equal (no
+    signal; exact zero rather than rounding noise) and, with
+    normalize_std, a group whose std is at most FLAT_STD = 1e-6, where the
+    division would turn rounding noise into advantages. The
+    released code zeroes the same groups under "mean_std" (its
+    `get_score_normalize_fn` in roll/pipeline/agentic/utils.py: zeros unless
+    numel > 1 and std > 1e-6); under "mean" it zeroes none (r - mean of a
+    one-episode or flat group is 0 up to rounding).
     """
     r = check_rewards(rewards)
     g = group_index(group_ids, len(r))
@@ -101,6 +107,7 @@ def group_advantages(rewards, group_ids, *, normalize_std: bool, eps: float = 1e
     if normalize_std:
         sq = np.bincount(g, weights=centred ** 2, minlength=n_groups)
         std = np.sqrt(sq / np.maximum(count - ddof, 1.0))
+        degenerate |= std <= FLAT_STD
         centred = centred / (std[g] + eps)
     return np.where(degenerate[g], 0.0, centred)
 

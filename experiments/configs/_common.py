@@ -100,10 +100,13 @@ def paper_config(name: str, envs: tuple, *, paper_limits: Limits, steps: int,
       per-token ratio, 30 turns of 4,096 tokens in 32,768, the actor's first
       update after 5 steps, search-and-ask and the actor's judging of its
       entry on, the extractor reading guided episodes whole with only their
-      entry, sampling at 1.0 / 0.99 with 8,192 new tokens.
+      entry, sampling at 1.0 / 0.99 with 8,192 new tokens; the actor's loss
+      at temperature 1 (sampling at 0.99), the extractor's CISPO averaged per
+      sequence, Eq. 6 scored by rank with the recent top-1's dropout.
     - paper: where the paper's text says otherwise: its table's limits, mean
       and std in advantages, the trajectory ratio of Eq. 4-5, no judging (App.
-      B's variant), the actor trained from the first step.
+      B's variant), the actor trained from the first step, CISPO averaged
+      over all tokens (Eq. 3), Eq. 6 scored by similarity.
     """
     if profile not in PROFILES:
         raise ValueError(f"profile={profile!r}; valid: {PROFILES}")
@@ -129,11 +132,14 @@ def paper_config(name: str, envs: tuple, *, paper_limits: Limits, steps: int,
                               prompt_style="released", conversation=True,
                               end_on_format_failure=True,
                               judge_max_new_tokens=limits.max_new_tokens),
-        actor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0, temperature=0.99),
+        # The released loss reads raw logits (sampling alone is at 0.99).
+        actor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0,
+                                temperature=1.0 if released else 0.99),
         actor_loss=(PolicyLossConfig.split_grpo_released() if released
                     else PolicyLossConfig.split_grpo_paper()),
         extractor_optim=OptimConfig(lr=1e-6, micro_batch=8, grad_clip=1.0, temperature=1.0),
-        extractor_loss=PolicyLossConfig.cispo_paper(),
+        extractor_loss=(PolicyLossConfig.cispo_released() if released
+                        else PolicyLossConfig.cispo_paper()),
         experience=ExperienceSpec(
             mode="comp_rl", guided_fraction=0.5, merge_every=5, search_and_ask=True,
             extractor_train_after=5, extractor_max_new_tokens=8192,
@@ -143,7 +149,10 @@ def paper_config(name: str, envs: tuple, *, paper_limits: Limits, steps: int,
             actor_critic=released, critic_reject=-1.0 if released else 0.0,
             embedder=os.path.join(CHECKPOINTS, "Qwen3-Embedding-0.6B"),
             # Eq. 6's 300 s is about one step of the paper's runs: count steps.
-            bank=ExperienceConfig(recency_clock="steps", consolidation_context=0)),
+            # Released: s_rank by position, a recent top-1 dropped w.p. 0.5.
+            bank=ExperienceConfig(recency_clock="steps", consolidation_context=0,
+                                  diversity_score="rank" if released else "similarity",
+                                  released_top1_shuffle=released)),
         advantages=AdvantageSpec(mode="split", normalize_std=not released,
                                  failure_reward=failure_reward, format_failure_reward=-1.0),
         warm_start=WarmStartSpec(demos=0, actor_steps=0, extractor_steps=0),

@@ -45,6 +45,26 @@ def test_exact_search_ranks_by_eq6_as_computed_by_hand(table_embedder):
         assert [r.entry.text for r in unrecorded] == ["B"]
 
 
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_exact_search_ranks_by_position_with_the_rank_score(table_embedder, dropout):
+    """bank.diversity_score="rank" (the released code's Eq. 6), the first
+    test's statistics: A (position 0): 0 - (0.4 ln 4 + 1); B (1): -1 - (0.4 ln 2 + 1);
+    C (2): -2. With the dropout at probability 1 the recent top-1 A goes last."""
+    bank, manager = make(table_embedder, diversity_score="rank", released_top1_shuffle=dropout,
+                         released_shuffle_prob=1.0)
+    with bank, manager:
+        a, _, _ = bank.apply([AddEntry("t", t, TABLE[t]) for t in "ABC"]).added_ids
+        first = manager.retrieve("q0", k=2)
+        assert [r.entry.text for r in first] == ["A", "B"] and first[0].score == 0.0
+        bank.record_retrievals([a, a], when=0.0)
+        bank.flush()
+        second = manager.retrieve("q0", k=2)
+        scores = {"A": -(0.4 * np.log(4) + 1), "B": -1 - (0.4 * np.log(2) + 1), "C": -2.0}
+        assert [r.entry.text for r in second] == (["C", "B"] if dropout else ["A", "C"])
+        for r in second:
+            assert r.score == pytest.approx(scores[r.entry.text], abs=1e-9)
+
 def test_one_call_is_ranked_against_one_snapshot(table_embedder):
     """Several queries of one call see the same statistics: both get A, and
     both retrievals are counted once the call returns."""

@@ -52,6 +52,27 @@ def test_all_equal_rewards_give_exact_zero():
     assert np.array_equal(got, np.zeros(4))
 
 
+
+def test_near_constant_group_is_zero_under_mean_std_as_released():
+    """The released code's mean_std (ROLL get_score_normalize_fn) zeroes a
+    group unless it has 2+ episodes and a (sample) std above 1e-6. Group a
+    differs by 1e-7 (std 9.57e-8: zero, where the division alone would give
+    +-0.09 to 0.1); group b by 3e-6 (std 2.12e-6: kept, +-1.5e-6 / 3.12e-6)."""
+    rewards = [1.0, 1.0 + 1e-7, 1.0, 1.0 + 2e-7, 0.0, 3e-6]
+    groups = ["a"] * 4 + ["b"] * 2
+    got = group_advantages(rewards, groups, normalize_std=True)
+    assert np.array_equal(got[:4], np.zeros(4))
+    std_b = 3e-6 / math.sqrt(2)
+    np.testing.assert_allclose(got[4:], [-1.5e-6 / (std_b + 1e-6), 1.5e-6 / (std_b + 1e-6)],
+                               rtol=1e-9)
+    # split-GRPO: the flat guided subgroup is 0, the free one is not
+    split = split_grpo_advantages([1.0, 1.0 + 1e-7, 1.0, 0.0], [0] * 4, [True, True, False, False])
+    assert np.array_equal(split[:2], [0.0, 0.0]) and split[2] > 0.7
+    # r - mean (the released config's "mean") zeroes no near-constant group
+    mean_only = group_advantages(rewards, groups, normalize_std=False)
+    np.testing.assert_allclose(mean_only[:4], [-7.5e-8, 2.5e-8, -7.5e-8, 1.25e-7], atol=1e-15)
+
+
 def _loop_reference(rewards, groups, normalize_std, eps, ddof):
     members = {}
     for i, g in enumerate(groups):
@@ -63,6 +84,8 @@ def _loop_reference(rewards, groups, normalize_std, eps, ddof):
             continue
         mean = statistics.fmean(values)
         std = (statistics.stdev if ddof == 1 else statistics.pstdev)(values)
+        if normalize_std and std <= 1e-6:  # the released code's mean_std: a flat group is 0
+            continue
         for i in idx:
             out[i] = (rewards[i] - mean) / (std + eps) if normalize_std else rewards[i] - mean
     return out

@@ -5,6 +5,7 @@ import shutil
 import pytest
 
 from crl_jax.training.config_io import apply_overrides
+from kernels.policy_losses import PolicyLossConfig
 
 from experiments.configs import load_preset
 from crl_jax.training.metrics import read_metrics
@@ -72,3 +73,58 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path):
         "env.eval_split=generated_eval", f"train.out_dir={tmp_path}"])
     with pytest.raises(FileNotFoundError, match="nowhere.*BUILD.md"):
         build_run(cfg, str(tmp_path))
+
+
+PAPER_PRESETS = ("alfworld", "minihack_room", "webshop", "multitask3", "multitask6", "swe")
+
+
+def _rows(cfg):
+    """The settings of BUILD.md's side-by-side table that issue 55 settled."""
+    bank = cfg.experience.bank
+    return {
+        "extractor loss aggregation": cfg.extractor_loss.aggregation,
+        "extractor CISPO clip": (cfg.extractor_loss.loss_type, cfg.extractor_loss.eps_low,
+                                 cfg.extractor_loss.eps_high),
+        "Eq. 6 s_rank": bank.diversity_score,
+        "Eq. 6 lambda, N, K": (bank.diversity_lambda, bank.oversample_n, bank.top_k),
+        "Eq. 6 top-1 dropout": (bank.released_top1_shuffle, bank.released_shuffle_prob),
+        "training temperature (actor, extractor)": (cfg.actor_optim.temperature,
+                                                    cfg.extractor_optim.temperature),
+        "sampling temperature (actor, extractor)": (cfg.rollout.temperature,
+                                                    cfg.experience.extractor_temperature),
+        "advantage std": cfg.advantages.normalize_std,
+    }
+
+
+# The authors' settings (pUmpKin-Co/ComplementaryRL ab2574f):
+RELEASED = {
+    # roll/pipeline/agentic/multi_agentic_config.py memory_loss_agg_mode default
+    # (single_task_complementaryrl.yaml leaves its override commented out)
+    "extractor loss aggregation": "seq-mean-token-mean",
+    # yaml memory_pg_variant: cispo; memory_model_worker.py L434-435: epsilons 0.1 / 0.1
+    "extractor CISPO clip": ("cispo", 0.1, 0.1),
+    # async_memory_manager.py _diversify_uids_by_usage: score = -rank - penalties
+    "Eq. 6 s_rank": "rank",
+    # yaml searcher: diversity_lambda 0.4, diversity_candidate_multiplier 16, memory_fetch_num 1
+    "Eq. 6 lambda, N, K": (0.4, 16, 1),
+    "Eq. 6 top-1 dropout": (True, 0.5),  # yaml searcher: diversity_dropout_p 0.5
+    # megatron_strategy.py op_compute_log_probs reads raw logits; vLLM samples at 0.99
+    "training temperature (actor, extractor)": (1.0, 1.0),
+    "sampling temperature (actor, extractor)": (0.99, 1.0),
+    "advantage std": False,  # yaml reward_normalization method: mean
+}
+# The paper's text: Eq. 3 over all tokens, Eq. 6 with the similarity, Eq. 5 with std.
+PAPER = {**RELEASED, "extractor loss aggregation": "token-mean", "Eq. 6 s_rank": "similarity",
+         "Eq. 6 top-1 dropout": (False, 0.5),
+         "training temperature (actor, extractor)": (0.99, 1.0), "advantage std": True}
+
+
+@pytest.mark.parametrize("preset", PAPER_PRESETS)
+@pytest.mark.parametrize("profile, want", [("released", RELEASED), ("paper", PAPER)])
+def test_profiles_follow_their_source_row_by_row(preset, profile, want):
+    assert _rows(load_preset(f"{preset}:{profile}")) == want
+
+
+def test_released_cispo_differs_from_the_paper_only_in_aggregation():
+    assert PolicyLossConfig.cispo_released() == PolicyLossConfig.cispo_paper(
+        aggregation="seq-mean-token-mean")
