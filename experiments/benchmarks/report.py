@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Callable
+
+from experiments.figures.readme_block import marked_block, replace_marked
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(REPO, "docs", "BENCHMARKS.md")
@@ -65,10 +66,7 @@ def render_block(name: str, report: dict) -> str:
 
 def doc_block(text: str, name: str) -> str:
     """The block of ``name`` as the document holds it."""
-    match = re.search(re.escape(begin(name)) + r".*?" + re.escape(end(name)), text, re.S)
-    if not match:
-        raise ValueError(f"docs/BENCHMARKS.md has no block for {name!r}")
-    return match.group(0)
+    return marked_block(text, begin(name), end(name))
 
 
 def load(name: str, json_dir: str = JSON_DIR) -> dict:
@@ -83,7 +81,8 @@ def update(doc: str = DOC, json_dir: str = JSON_DIR) -> list[str]:
     done = []
     for name in RENDERERS:
         if os.path.exists(os.path.join(json_dir, f"{name}.json")):
-            text = text.replace(doc_block(text, name), render_block(name, load(name, json_dir)))
+            text = replace_marked(text, begin(name), end(name),
+                                  render_block(name, load(name, json_dir)))
             done.append(name)
     with open(doc, "w", encoding="utf-8") as f:
         f.write(text)

@@ -12,6 +12,7 @@ seed; aggregate.py summarises them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -64,15 +65,21 @@ def normalize_overrides(overrides: Iterable[str]) -> tuple[str, ...]:
     return tuple(f"{k}={by_key[k]}" for k in sorted(by_key))
 
 
-def first_spelling(overrides: Iterable[str]) -> tuple[str, ...]:
-    """Normalized overrides with every moved key (RunConfig.MOVED_KEYS) under
-    the name it had before it moved."""
+@functools.lru_cache(maxsize=1)
+def _first_names() -> dict[str, str]:
+    """{key now: key as first spelled} for every moved key (RunConfig.MOVED_KEYS)."""
     from crl_jax.training.config import RunConfig
-    old = {new: first for first, new in RunConfig.MOVED_KEYS.items()}
+    return {new: first for first, new in RunConfig.MOVED_KEYS.items()}
+
+
+def first_spelling(overrides: Iterable[str]) -> tuple[str, ...]:
+    """Normalized overrides with every moved key under the name it had before
+    it moved."""
+    first = _first_names()
     renamed = []
     for item in overrides:
         key, _, value = item.partition("=")
-        renamed.append(f"{old.get(key, key)}={value}")
+        renamed.append(f"{first.get(key, key)}={value}")
     return normalize_overrides(renamed)
 
 

