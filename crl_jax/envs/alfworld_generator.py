@@ -99,7 +99,26 @@ SMALL_SCENES = {
                   "CounterTop": (1, 1, 0), "GarbageCan": (0, 1, 0), "ToiletPaperHanger": (1, 1, 0)},
                  SCENES["bathroom"][1]),
 }
-ROOM_SIZES = ("full", "small")
+# Medium rooms (the households' default): small rooms' kinds with wider
+# counts, so rooms differ in what their first observation lists (a household
+# is recognised by it) and a search takes long enough that knowing where
+# things usually lie pays under a tight turn cap.
+MEDIUM_SCENES = {
+    "kitchen": ({"Cabinet": (1, 3, .8), "Drawer": (1, 2, .7), "CounterTop": (1, 2, 0),
+                 "StoveBurner": (1, 2, 0), "Fridge": (1, 1, 1), "Microwave": (1, 1, 1),
+                 "SinkBasin": (1, 1, 0), "GarbageCan": (0, 1, 0), "CoffeeMachine": (0, 1, 0),
+                 "DiningTable": (0, 1, 0), "Shelf": (0, 1, 0)}, SCENES["kitchen"][1]),
+    "bedroom": ({"Bed": (1, 1, 0), "Desk": (0, 1, 0), "Drawer": (1, 3, .7), "Shelf": (1, 2, 0),
+                 "SideTable": (1, 2, 0), "Dresser": (0, 1, 0), "GarbageCan": (0, 1, 0),
+                 "Safe": (0, 1, 1)}, SCENES["bedroom"][1]),
+    "bathroom": ({"Toilet": (1, 1, 0), "SinkBasin": (1, 2, 0), "Cabinet": (1, 3, 1),
+                  "CounterTop": (1, 1, 0), "Drawer": (0, 2, .8), "GarbageCan": (0, 1, 0),
+                  "TowelHolder": (0, 1, 0), "ToiletPaperHanger": (1, 1, 0),
+                  "HandTowelHolder": (0, 1, 0)}, SCENES["bathroom"][1]),
+}
+ROOM_SIZES = ("full", "small", "medium")
+SCENE_TABLES = {"full": SCENES, "small": SMALL_SCENES, "medium": MEDIUM_SCENES}
+OBJECT_DRAWS = {"full": (0, 2), "small": (0, 1), "medium": (0, 1)}  # loose objects of a type
 SENTENCES = {
     "pick_and_place_simple": ("put a {o} in {r}", "put some {o} on {r}"),
     "look_at_obj_in_light": ("examine the {o} with the {t}", "look at {o} under the {t}"),
@@ -134,6 +153,11 @@ class _Room:
         self.objects: list[tuple[str, str]] = []       # (id, type)
         self.inside: list[tuple[str, str]] = []        # (object id, receptacle id)
         self.obj_loc: dict[str, str] = {}
+        # (object type, receptacle ids that can hold it) -> the one it goes in;
+        # None: uniform (households replace it with their homes).
+        self.choose = None
+        # Object types a goal may name (households' goal menus); None: any.
+        self.goal_types: frozenset | None = None
 
     def new_id(self, kind: str, suffix: str = "") -> str:
         while True:
@@ -173,7 +197,7 @@ class _Room:
         oid = self.new_id(otype)
         self.objects.append((oid, otype))
         if holders:
-            rid = self.rng.choice(holders)
+            rid = self.choose(otype, holders) if self.choose else self.rng.choice(holders)
             self.inside.append((oid, rid))
             self.obj_loc[oid] = self.recep_loc[rid]
         else:  # fixtures (windows, switches...) stand somewhere in the room
@@ -185,6 +209,8 @@ def _choose_task(rng: random.Random, task_type: str, room: _Room):
     """(target object type, parent receptacle type or lamp type) or None."""
     kinds = {t for _, t in room.receptacles}
     present = sorted({t for _, t in room.objects})
+    if room.goal_types is not None:  # the lamp is no goal, so it stays for its tasks
+        present = [t for t in present if t in room.goal_types or t == "DeskLamp"]
     if task_type == "look_at_obj_in_light":
         if "DeskLamp" not in present:
             return None
@@ -240,62 +266,81 @@ def _problem(room: _Room, name: str, goal: str, agent_loc: str) -> str:
 
 def generate_game(seed: int, task_type: str | None = None, room_size: str = "full") -> GameRecord:
     """A new solvable game; the same (seed, task_type, room_size) gives the same game.
-    ``room_size="small"`` draws from SMALL_SCENES (a few receptacles, fewer objects)."""
+    ``room_size="small"`` draws from SMALL_SCENES (a few receptacles, fewer
+    objects), "medium" from MEDIUM_SCENES."""
     if task_type is not None and task_type not in TASK_TYPES:
         raise ValueError(f"unknown task_type {task_type!r}; valid: {TASK_TYPES}")
     if room_size not in ROOM_SIZES:
         raise ValueError(f"unknown room_size {room_size!r}; valid: {ROOM_SIZES}")
-    scenes_table = SMALL_SCENES if room_size == "small" else SCENES
-    object_draw = (0, 1) if room_size == "small" else (0, 2)
+    scenes_table = SCENE_TABLES[room_size]
     for attempt in range(100):
         key = f"{seed}/{task_type}/{attempt}" + ("" if room_size == "full" else f"/{room_size}")
         rng = random.Random(key)
         ttype = task_type or rng.choice(TASK_TYPES)
-        need = _NEEDS.get(ttype, (None, None))[1]
-        scenes = [s for s, (recs, _) in scenes_table.items() if need is None or need in recs]
-        if ttype == "look_at_obj_in_light":
-            scenes = ["bedroom"]
-        scene = rng.choice(scenes)
+        scene = rng.choice(scenes_for(ttype, scenes_table))
         recs, objs = scenes_table[scene]
         room = _Room(rng, scene)
         for rtype, (lo, hi, door) in recs.items():
             for _ in range(rng.randint(lo, hi)):
                 room.add_receptacle(rtype, door)
-        for otype in sorted(set(objs.split())):
-            for _ in range(rng.randint(*object_draw)):
-                room.place(otype)
-        choice = _choose_task(rng, ttype, room)
-        if choice is None:
-            continue
-        obj, parent = choice
-        if ttype == "look_at_obj_in_light":
-            avoid = frozenset()
-        else:  # targets start outside every parent receptacle, so the game is not won at once
-            avoid = frozenset({parent})
-            kind = dict(room.objects + room.receptacles)
-            room.inside = [(o, r) for o, r in room.inside if not (kind[o] == obj and kind[r] == parent)]
-            placed = {o for o, _ in room.inside}
-            room.objects = [(o, t) for o, t in room.objects if t != obj or o in placed]
-        needed = 2 if ttype == "pick_two_obj_and_place" else 1
-        while sum(t == obj for _, t in room.objects) < needed:
-            if not room.place(obj, avoid):
-                break
-        if sum(t == obj for _, t in room.objects) < needed:
-            continue
-        agent_loc = room.new_loc()
-        words = {"o": obj.lower(), "r": parent.lower(), "t": parent.lower()}
-        task = rng.choice(SENTENCES[ttype]).format(**words)
-        name = f"gen_{seed}_{attempt}"
-        params = {"object_target": obj, "parent_target": "" if ttype == "look_at_obj_in_light" else parent,
-                  "toggle_target": parent if ttype == "look_at_obj_in_light" else "",
-                  "mrecep_target": "", "object_sliced": False}
-        return GameRecord(
-            id=f"generated/{ttype}-{obj}-None-{parent}-{scene}/seed_{seed}"
-               + ("" if room_size == "full" else f"_{room_size}"),
-            split="generated", task_type=ttype, task=task,
-            pddl_params=tuple(sorted(params.items())),
-            pddl_problem=_problem(room, name, _goal(ttype, obj, parent), agent_loc))
+        fill_objects(room, objs, OBJECT_DRAWS[room_size])
+        game_id = (f"generated/{{ttype}}-{{obj}}-None-{{parent}}-{scene}/seed_{seed}"
+                   + ("" if room_size == "full" else f"_{room_size}"))
+        record = finish_game(rng, room, ttype, f"gen_{seed}_{attempt}", game_id)
+        if record is not None:
+            return record
     raise RuntimeError(f"could not generate a {task_type or 'any'} game for seed {seed}")
+
+
+def scenes_for(task_type: str, scenes_table: dict) -> list[str]:
+    """The scenes of ``scenes_table`` where ``task_type`` can be posed."""
+    if task_type == "look_at_obj_in_light":
+        return ["bedroom"]
+    need = _NEEDS.get(task_type, (None, None))[1]
+    return [s for s, (recs, _) in scenes_table.items() if need is None or need in recs]
+
+
+def fill_objects(room: _Room, objects: str, draw: tuple[int, int]) -> None:
+    """Loose objects of each type of ``objects``, ``draw`` of each (a range)."""
+    for otype in sorted(set(objects.split())):
+        for _ in range(room.rng.randint(*draw)):
+            room.place(otype)
+
+
+def finish_game(rng: random.Random, room: _Room, ttype: str, name: str,
+                game_id: str) -> GameRecord | None:
+    """The game of ``room`` with a ``ttype`` task drawn from what it holds (its
+    target moved out of every parent receptacle); None when the room has no
+    such task. ``game_id`` may name {ttype}, {obj}, {parent}."""
+    choice = _choose_task(rng, ttype, room)
+    if choice is None:
+        return None
+    obj, parent = choice
+    if ttype == "look_at_obj_in_light":
+        avoid = frozenset()
+    else:  # targets start outside every parent receptacle, so the game is not won at once
+        avoid = frozenset({parent})
+        kind = dict(room.objects + room.receptacles)
+        room.inside = [(o, r) for o, r in room.inside if not (kind[o] == obj and kind[r] == parent)]
+        placed = {o for o, _ in room.inside}
+        room.objects = [(o, t) for o, t in room.objects if t != obj or o in placed]
+    needed = 2 if ttype == "pick_two_obj_and_place" else 1
+    while sum(t == obj for _, t in room.objects) < needed:
+        if not room.place(obj, avoid):
+            break
+    if sum(t == obj for _, t in room.objects) < needed:
+        return None
+    agent_loc = room.new_loc()
+    words = {"o": obj.lower(), "r": parent.lower(), "t": parent.lower()}
+    task = rng.choice(SENTENCES[ttype]).format(**words)
+    params = {"object_target": obj, "parent_target": "" if ttype == "look_at_obj_in_light" else parent,
+              "toggle_target": parent if ttype == "look_at_obj_in_light" else "",
+              "mrecep_target": "", "object_sliced": False}
+    return GameRecord(
+        id=game_id.format(ttype=ttype, obj=obj, parent=parent),
+        split="generated", task_type=ttype, task=task,
+        pddl_params=tuple(sorted(params.items())),
+        pddl_problem=_problem(room, name, _goal(ttype, obj, parent), agent_loc))
 
 
 def generate_games(n: int, seed: int = 0, task_type: str | None = None,

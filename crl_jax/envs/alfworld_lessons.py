@@ -1,0 +1,86 @@
+"""Lessons about a household: where an object type is usually found.
+
+A plan ("put a mug in cabinet: go to countertop 2 > take mug 1 from ...")
+solves one game. A lesson states what carries to the next game of the same
+room: the room it is about (the receptacles its first observation lists),
+the object type, and the receptacles where that type was found, most often
+first:
+
+    mug in cabinet 1, countertop 1, countertop 2, ...: countertop 2 > sinkbasin 1
+
+Title (before ": ") and content, like every entry. The informed expert reads
+the content as where to look first (``lesson_steps``), so a lesson that is
+right spares the search and one that is wrong costs the detour.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+
+from crl_jax.envs.alfworld_expert import room_receptacles
+from crl_jax.envs.alfworld_households import Household
+
+_LESSON = re.compile(r"^(?P<otype>[a-z]+) in (?P<room>[^:]+): (?P<homes>.*)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Lesson:
+    otype: str                 # "mug"
+    room: tuple[str, ...]      # the receptacles the room lists, sorted
+    homes: tuple[str, ...]     # where the type lies, most often first
+
+    @property
+    def text(self) -> str:
+        return f"{self.otype} in {', '.join(self.room)}: {' > '.join(self.homes)}"
+
+
+def parse_lesson(text: str) -> Lesson | None:
+    """The Lesson a text states; None for anything else (a plan, malformed text)."""
+    m = _LESSON.match(text.strip())
+    if not m:
+        return None
+    room = tuple(r.strip() for r in m.group("room").split(","))
+    homes = tuple(h.strip() for h in m.group("homes").split(" > ") if h.strip())
+    if not homes or not all(_is_name(r) for r in room + homes):
+        return None
+    return Lesson(m.group("otype"), room, homes)
+
+
+def _is_name(text: str) -> bool:
+    return re.fullmatch(r"[a-z]+ \d+", text) is not None
+
+
+def room_of(first_observation: str) -> tuple[str, ...]:
+    """The room a lesson is about, from an episode's first observation."""
+    return tuple(sorted(room_receptacles(first_observation)))
+
+
+def true_lesson(household: Household, otype: str) -> Lesson:
+    """The household's homes of ``otype`` as a lesson (the oracle's entry)."""
+    return Lesson(otype.lower(), household.signature, tuple(household.home_names(otype)))
+
+
+def lesson_steps(lesson: Lesson | str, parent: str = "") -> list[str]:
+    """The informed expert's plan for a lesson: look at its homes in order
+    ("go to countertop 2", "go to sinkbasin 1"), except those of the goal's
+    ``parent`` kind ("toilet"): a goal's object never starts where it is to
+    be put. A text that is no lesson gives no steps (the expert searches)."""
+    if isinstance(lesson, str):
+        lesson = parse_lesson(lesson)
+    homes = [h for h in lesson.homes if h.rsplit(" ", 1)[0] != parent.lower()] if lesson else []
+    return [f"go to {h}" for h in homes]
+
+
+def lesson_from_evidence(otype: str, room: Sequence[str], found: dict[str, int],
+                         missed: dict[str, int] | None = None, keep: int = 2) -> Lesson | None:
+    """A lesson from what episodes saw: ``found[r]`` times the type lay on r,
+    ``missed[r]`` times r was looked into and did not hold it. Homes are the
+    receptacles that held it, most finds first, then fewest misses, then by
+    name; at most ``keep``. None when the type was never found."""
+    missed = missed or {}
+    held = [r for r, n in found.items() if n > 0]
+    if not held:
+        return None
+    homes = sorted(held, key=lambda r: (-found[r], missed.get(r, 0), r))[:keep]
+    return Lesson(otype, tuple(sorted(room)), tuple(homes))
