@@ -244,3 +244,11 @@ class HouseholdSplit:
     def in_pool(self, train_index: int) -> bool:
         """Whether training game ``train_index`` is of an RL pool household."""
         return train_index % self.households < self.pool
+
+
+def household_index(game_id: str) -> int:
+    """The household a game is of: "generated/.../household_7/seed_3" -> 7."""
+    for part in game_id.split("/"):
+        if part.startswith("household_"):
+            return int(part[len("household_"):])
+    raise ValueError(f"game {game_id!r} is of no household")

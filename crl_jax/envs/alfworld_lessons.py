@@ -2,15 +2,17 @@
 
 A plan ("put a mug in cabinet: go to countertop 2 > take mug 1 from ...")
 solves one game. A lesson states what carries to the next game of the same
-room: the room it is about (the receptacles its first observation lists),
-the object type, and the receptacles where that type was found, most often
-first:
+room: the object type, the receptacles where that type was found, most often
+first, and the room it is about (the receptacles its first observation
+lists):
 
-    mug in cabinet 1, countertop 1, countertop 2, ...: countertop 2 > sinkbasin 1
+    mug: countertop 2 > sinkbasin 1 (room: cabinet 1, countertop 1, countertop 2, ...)
 
-Title (before ": ") and content, like every entry. The informed expert reads
-the content as where to look first (``lesson_steps``), so a lesson that is
-right spares the search and one that is wrong costs the detour.
+Title (the type, before ": ") and content, like every entry; the room comes
+last, so a prompt that clips a long line loses part of the room, not the
+homes. The informed expert reads the homes as where to look first
+(``lesson_steps``), so a lesson that is right spares the search and one
+that is wrong costs the detour.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from crl_jax.envs.alfworld_expert import room_receptacles
 from crl_jax.envs.alfworld_households import Household
 
-_LESSON = re.compile(r"^(?P<otype>[a-z]+) in (?P<room>[^:]+): (?P<homes>.*)$")
+_LESSON = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>[^(]+?) \(room: (?P<room>[^)]*)\)$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +34,7 @@ class Lesson:
 
     @property
     def text(self) -> str:
-        return f"{self.otype} in {', '.join(self.room)}: {' > '.join(self.homes)}"
+        return f"{self.otype}: {' > '.join(self.homes)} (room: {', '.join(self.room)})"
 
 
 def parse_lesson(text: str) -> Lesson | None:
@@ -54,6 +56,12 @@ def _is_name(text: str) -> bool:
 def room_of(first_observation: str) -> tuple[str, ...]:
     """The room a lesson is about, from an episode's first observation."""
     return tuple(sorted(room_receptacles(first_observation)))
+
+
+def room_line(first_observation: str) -> str:
+    """The room as a lesson's title and the extractor's prompt state it:
+    its receptacles, sorted, joined by ", "."""
+    return ", ".join(room_of(first_observation))
 
 
 def true_lesson(household: Household, otype: str) -> Lesson:

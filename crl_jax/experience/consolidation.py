@@ -42,6 +42,7 @@ class EpisodeRecord:
     # None: the verdict was unreadable and the entry gets no credit).
     judged: bool = False
     judged_credit: float | None = None
+    room: str = ""  # households: the receptacles the episode's room lists
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +55,7 @@ class ExtractionRequest:
     trajectory: str = ""
     success: bool | None = None
     query: str = ""
+    room: str = ""  # households: the receptacles the episode's room lists
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +118,8 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
         shown += [r.entry for r in related if guiding is None or r.entry.id != guiding.id]
     shown = shown[:1 + config.consolidation_context]
     reply = _call_extractor(manager, ExtractionRequest("consolidate", tuple(shown), record.goal,
-                                                       record.trajectory, record.success))
+                                                       record.trajectory, record.success,
+                                                       room=record.room))
     writes, rejected = _planned_writes(reply.response, shown, config)
     manager.count("ops_rejected", len(rejected))
     manager.count("calls_malformed", 1 if rejected else 0)

@@ -50,7 +50,7 @@ class ExtractorAgent:
     def _render(self, request: ExtractionRequest) -> tuple[str, list[int]]:
         view = prompts.ExtractorView(request.goal, request.trajectory, request.success,
                                      tuple(e.text for e in request.shown_entries), request.query,
-                                     request.kind)
+                                     request.kind, request.room)
         if self.fmt == "compact":
             text = prompts.render_extractor_compact(view)
         else:

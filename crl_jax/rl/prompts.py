@@ -218,6 +218,9 @@ class ExtractorView:
     shown_entries: tuple[str, ...] = ()
     query: str = ""  # search-and-ask: the actor's question
     kind: str = "consolidate"
+    # The receptacles the episode's room lists (households: what a lesson is
+    # about; empty elsewhere, and then the prompt has no room line).
+    room: str = ""
 
 
 # The trajectory a compact consolidation prompt shows, in characters (clipped
@@ -229,6 +232,8 @@ def render_extractor_compact(view: ExtractorView, traj_chars: int = EXTRACTOR_TR
     """Sized so that a whole small-room ALFWorld game fits (~10 steps of
     ~70 characters): a clipped trajectory hides the actions a plan needs."""
     lines = [f"goal: {view.goal}"]
+    if view.room:
+        lines.append(f"room: {view.room}")
     if view.kind == "ask":
         lines.append(f"ask: {view.query}")
     else:
@@ -248,7 +253,8 @@ def render_extractor_chat_messages(view: ExtractorView) -> list[dict]:
                 "Rewrite the entry so it answers the agent's situation; reply with the text only.")
     else:
         outcome = "SUCCESS" if view.success else "FAILURE"
-        user = (f"Task: {view.goal}\nOutcome: {outcome}\nTrajectory:\n{view.trajectory}\n"
+        room = f"Room: {view.room}\n" if view.room else ""
+        user = (f"Task: {view.goal}\n{room}Outcome: {outcome}\nTrajectory:\n{view.trajectory}\n"
                 f"Entries shown to the agent:\n{shown}")
     return [{"role": "system", "content": EXTRACTOR_SYSTEM}, {"role": "user", "content": user}]
 

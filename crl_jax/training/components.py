@@ -25,8 +25,9 @@ from crl_jax.training import setup, warmstart
 from crl_jax.training.config import RunConfig
 from crl_jax.training.entry_tracking import EntryTracker
 from crl_jax.training.metrics import PhaseTimings
-from crl_jax.training.oracle import oracle_plans
-from crl_jax.training.tasks import DEMO_TURNS_FACTOR, TaskSource, episode_cap, task_source
+from crl_jax.training.oracle import oracle_entries, oracle_plans
+from crl_jax.training.tasks import (DEMO_TURNS_FACTOR, TaskSource, episode_cap, household_split,
+                                   task_source)
 from crl_jax.training.warm_cache import (WarmStartCache, record_warm_start, recorded_warm_start,
                                          warm_start_key)
 from crl_jax.training.warm_stage import warm_start_models
@@ -59,7 +60,9 @@ class Run:
     manager: ExperienceManager | None
     warm_start_losses: dict[str, list]  # role -> SFT loss curve
     timings: PhaseTimings
-    oracle: dict[tuple[str, object], str] | None = None  # is_oracle: (environment, task) -> plan
+    # is_oracle: {"train" | "eval" | "unseen": {(environment, task): entry}}
+    oracle: dict[str, dict[tuple[str, object], str]] | None = None
+    unseen_sources: list[TaskSource] = dataclasses.field(default_factory=list)  # env.unseen_households
     entry_tracker: EntryTracker | None = None  # runs with experience and a fixed task pool
 
     @property
@@ -80,13 +83,18 @@ def task_sources(cfg: RunConfig, split: str, limit: int | None,
     max_steps = max_steps or episode_cap(cfg)
     e = cfg.env
     return [task_source(name, split, e.num_generated, cfg.warm_start.seed, max_steps,
-                        e.lenient_actions, limit, e.task_types, e.room_size, e.seeded_clock)
+                        e.lenient_actions, limit, e.task_types, e.room_size, e.seeded_clock,
+                        household_split(cfg))
             for name in e.names]
 
 
 def task_pool(cfg: RunConfig, src: TaskSource) -> TaskSource:
     """``src`` restricted to train.task_pool tasks, drawn once from
-    warm_start.seed (the same subset for every RL seed and on resume)."""
+    warm_start.seed (the same subset for every RL seed and on resume); with
+    env.households, to the games of the pool's households."""
+    split = household_split(cfg)
+    if split is not None:
+        return dataclasses.replace(src, tasks=[t for t in src.tasks if split.in_pool(t)])
     n = cfg.train.task_pool
     if not n or n >= len(src.tasks):
         return src
@@ -105,7 +113,7 @@ def collect_demos(cfg: RunConfig, sources: list[TaskSource]) -> list[warmstart.D
     per_env = max(1, cfg.warm_start.demos // len(sources))
     demos = []
     for src in sources:
-        if cfg.train.pool_disjoint:
+        if cfg.train.pool_disjoint or cfg.env.households:  # households: the pool's are the RL's
             pool = set(task_pool(cfg, src).tasks)
             src = dataclasses.replace(src, tasks=[t for t in src.tasks if t not in pool])
             if not src.tasks:
@@ -207,15 +215,12 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     if manager is not None and cfg.experience.static_bank:
         build_offline_bank(manager, demos)
     eval_sources = task_sources(cfg, cfg.env.eval_split, cfg.env.num_eval_tasks)
+    unseen_sources = (task_sources(cfg, "generated_unseen", cfg.env.num_eval_tasks)
+                      if cfg.env.unseen_households else [])
     rl_sources = [task_pool(cfg, s) for s in train_sources]
-    oracle = None
-    if cfg.experience.is_oracle:
-        max_turns = episode_cap(cfg)
-        noise, seed = cfg.controls.oracle_noise, cfg.warm_start.seed
-        peer = cfg.controls.oracle_source == "peer"
-        oracle = {**oracle_plans(rl_sources, noise, max_turns, seed, peer=peer),
-                  **oracle_plans(eval_sources, noise, max_turns, seed, cfg.env.num_eval_tasks,
-                                 peer=peer)}
+    oracle = (oracle_entries(cfg, {"train": rl_sources, "eval": eval_sources,
+                                   "unseen": unseen_sources})
+              if cfg.experience.is_oracle else None)
     train_envs = {s.env_name: [s.make() for _ in range(n)] for s in train_sources}
     tracker = None
     # The pool's true plans, keyed as episodes name their games; only for a
@@ -229,7 +234,7 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
                                cfg.experience.trajectory_obs_chars)
     engine = RolloutEngine(sampler, tok, cfg.rollout, cfg.experience.bank.retrieval_key)
     return Run(cfg=cfg, out_dir=out_dir, engine=engine, train_sources=train_sources,
-               eval_sources=eval_sources, rl_sources=rl_sources, demos=demos, oracle=oracle,
+               eval_sources=eval_sources, unseen_sources=unseen_sources, rl_sources=rl_sources, demos=demos, oracle=oracle,
                tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor, agent=agent,
                sampler=sampler, train_envs=train_envs, manager=manager, warm_start_losses=losses,
                timings=timings, entry_tracker=tracker)

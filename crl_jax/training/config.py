@@ -15,6 +15,7 @@ from crl_jax.experience.config import ExperienceConfig
 from crl_jax.rl.learner import OptimConfig
 from crl_jax.rl.rollout import RolloutConfig
 from crl_jax.training.controls import MOVED_KEYS, ControlSpec
+from crl_jax.training.env_spec import EnvSpec
 from crl_jax.training.experience_modes import (
     EXPERIENCE_MODES,
     ExperienceMode,
@@ -66,29 +67,6 @@ class ModelSpec:
     mesh_tp: int = 1
     """Mesh axis sizes: tensor parallel."""
     devices: str = "all"  # "all", or "first:N" / "last:N" to give roles their own devices
-
-
-@dataclasses.dataclass(frozen=True)
-class EnvSpec:
-    names: tuple[str, ...] = ("alfworld",)  # several = a multi-task mixture
-    train_split: str = "generated"  # ALFWorld: generated | train; others: seeds
-    eval_split: str = "generated_eval"  # ALFWorld: valid_unseen at paper scale
-    num_generated: int = 400
-    """Generated training games (ALFWorld generated split); eval gets a quarter."""
-    # ALFWorld generated games: restrict to these task types (empty = all six)
-    task_types: tuple[str, ...] = ()
-    room_size: str = "full"  # ALFWorld generated games: full | small (a curriculum for tiny models)
-    num_eval_tasks: int = 32
-    """Held-out games each evaluation plays (with and without experience)."""
-    lenient_actions: bool = False
-    """Map near-miss actions (case, spacing, put X in/on Y) to valid ones."""
-    max_episode_steps: int = 0  # 0 = the rollout's max_turns
-    # MiniHack: NetHack's clock rules (full/new moon luck, Friday 13th, night,
-    # the midnight hour) follow the task seed instead of the machine's clock.
-    # Off, as NLE's default: then one seed plays differently at 00:30 than at
-    # 14:30 (1 of 64 expert episodes on the eval seeds), so arms run at other
-    # hours see other games. Off keeps the warm starts cached before it existed.
-    seeded_clock: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,8 +329,10 @@ class RunConfig:
         if self.train.task_pool and self.train.task_pool < self.train.tasks_per_step:
             raise ValueError(f"train.task_pool={self.train.task_pool} is smaller than "
                              f"train.tasks_per_step={self.train.tasks_per_step} (0 = all tasks)")
-        if self.train.pool_disjoint and not self.train.task_pool:
-            raise ValueError("train.pool_disjoint needs a train.task_pool to keep apart")
+        if self.train.pool_disjoint and not (self.train.task_pool or self.env.pool_households):
+            raise ValueError("train.pool_disjoint needs a train.task_pool (or "
+                             "env.pool_households) to keep apart")
+        self.env.check_households(self.train.task_pool)
         from crl_jax.envs.alfworld_generator import ROOM_SIZES
         if self.env.room_size not in ROOM_SIZES:
             raise ValueError(f"env.room_size={self.env.room_size!r}; valid: {ROOM_SIZES}")
@@ -368,7 +348,10 @@ class RunConfig:
         if not 0.0 <= self.warm_start.guided_fraction <= 1.0:
             raise ValueError("warm_start.guided_fraction must be in [0, 1]")
         from crl_jax.training.guided_demos import parse_mix
-        parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
+        mix = parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
+        if not self.env.households and any(s.startswith("lesson") for s, _ in mix):
+            raise ValueError(f"warm_start.guided_source={self.warm_start.guided_source!r}: "
+                             "lesson sources need households (env.households > 0)")
         if not 0.0 <= self.warm_start.ask_fraction <= 1.0:
             raise ValueError("warm_start.ask_fraction must be in [0, 1]")
         if not 0.0 <= self.warm_start.judge_fraction <= 1.0:

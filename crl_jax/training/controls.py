@@ -20,9 +20,10 @@ class ControlSpec:
 
     oracle_noise: int = 0
     """experience.mode=oracle: wrong steps in each plan the oracle returns."""
-    oracle_source: Literal["own", "peer"] = "own"
-    """experience.mode=oracle: the episode's own game's plan, or another game's
-    (a null for the experience line)."""
+    oracle_source: Literal["own", "peer", "lesson"] = "own"
+    """experience.mode=oracle: the episode's own game's plan, another game's
+    (a null for the experience line), or (env.households) the household's
+    true lesson for the goal's object type."""
     critic: Literal["actor", "goal"] = "actor"
     """experience.actor_critic: who judges each retrieved entry. actor: the
     actor itself (the method, paper App. B); goal: an entry is accepted

@@ -17,10 +17,11 @@ class Evaluator:
         self.run = run
         self._envs: dict[str, list] = {}
 
-    def _envs_for(self, src, n: int) -> list:
-        if src.env_name not in self._envs:
-            self._envs[src.env_name] = [src.make() for _ in range(n)]
-        return self._envs[src.env_name]
+    def _envs_for(self, split: str, src, n: int) -> list:
+        key = f"{split}/{src.env_name}"  # unseen households' games are other games
+        if key not in self._envs:
+            self._envs[key] = [src.make() for _ in range(n)]
+        return self._envs[key]
 
     def modes(self) -> list[tuple[str, bool]]:
         if self.run.use_experience:
@@ -28,24 +29,30 @@ class Evaluator:
         return [("no_exp", False)]
 
     def __call__(self, label: str = "") -> dict:
-        """eval_<mode>/... metrics (and eval_<mode>/<env>/... for mixtures)."""
+        """eval_<mode>/... metrics (and eval_<mode>/<env>/... for mixtures);
+        with unseen households, eval_unseen_<mode>/... for their games."""
         run, out = self.run, {}
-        sources = run.eval_sources
-        games = sum(len(src.tasks[: run.cfg.env.num_eval_tasks]) for src in sources)
+        splits = [("", "eval", run.eval_sources)]
+        if run.unseen_sources:
+            splits.append(("unseen_", "unseen", run.unseen_sources))
+        games = sum(len(src.tasks[: run.cfg.env.num_eval_tasks])
+                    for _, _, sources in splits for src in sources)
         bar = progress_bar(len(self.modes()) * games, f"evaluation{label}", "episode")
-        for name, guided in self.modes():
-            episodes = []
-            for src in sources:
-                tasks = src.tasks[: run.cfg.env.num_eval_tasks]
-                flags = [guided] * len(tasks)
-                got = run.engine.play(self._envs_for(src, len(tasks)), tasks, flags,
-                                      retriever(run, src.env_name, tasks, flags, record=False)
-                                      if guided else None, seed=EVAL_SEED, progress=bar.update,
-                                      judge=run.cfg.judge if guided else None)
-                if len(sources) > 1:  # mixtures: each environment's own numbers too
-                    out.update(batch_metrics(got, prefix=f"eval_{name}/{src.env_name}/"))
-                episodes += got
-            out.update(batch_metrics(episodes, prefix=f"eval_{name}/"))
+        for prefix, split, sources in splits:
+            for name, guided in self.modes():
+                episodes = []
+                for src in sources:
+                    tasks = src.tasks[: run.cfg.env.num_eval_tasks]
+                    flags = [guided] * len(tasks)
+                    read = (retriever(run, src.env_name, tasks, flags, record=False, split=split)
+                            if guided else None)
+                    got = run.engine.play(self._envs_for(split, src, len(tasks)), tasks, flags,
+                                          read, seed=EVAL_SEED, progress=bar.update,
+                                          judge=run.cfg.judge if guided else None)
+                    if len(sources) > 1:  # mixtures: each environment's own numbers too
+                        out.update(batch_metrics(got, prefix=f"eval_{prefix}{name}/{src.env_name}/"))
+                    episodes += got
+                out.update(batch_metrics(episodes, prefix=f"eval_{prefix}{name}/"))
         bar.close()
         if run.entry_tracker is not None and run.agent is not None:
             out.update(run.entry_tracker.extractor_metrics(run.agent))

@@ -43,10 +43,11 @@ import numpy as np
 
 from crl_jax.envs.alfworld_expert import (STEP_PLACE, AlfWorldEnvExpert, kind_of, parse_seen,
                                           room_receptacles)
+from crl_jax.training.lesson_demos import LESSON_SOURCES, LessonBook, lesson_demo
 from crl_jax.training.warmstart import FOREIGN_SOURCES, Demo, plan_entry, play_expert
 
 _TAKE = re.compile(r"^take (.+?) from ")
-_SOURCE = re.compile(r"^(own|peer|peerseen|swap|noisy([1-9]\d*))$")
+_SOURCE = re.compile(r"^(own|peer|peerseen|swap|lesson|lessonpeer|lessonswap|noisy([1-9]\d*))$")
 
 
 def parse_mix(text: str) -> list[tuple[str, float]]:
@@ -55,8 +56,9 @@ def parse_mix(text: str) -> list[tuple[str, float]]:
     for part in text.split(","):
         name, _, weight = part.strip().partition(":")
         if not _SOURCE.match(name):
-            raise ValueError(f"guided source {name!r}: valid are own, peer, peerseen, swap and noisyK "
-                             f"(K >= 1), "
+            raise ValueError(f"guided source {name!r}: valid are own, peer, peerseen, swap, "
+                             f"noisyK (K >= 1) and, with households, lesson, lessonpeer, "
+                             f"lessonswap, "
                              f"as 'name:weight' pairs separated by commas")
         try:
             w = float(weight) if weight else 1.0
@@ -217,8 +219,13 @@ def plan_places(env_name: str, first_observation: str) -> list[str]:
 
 def guided_demo(demo: Demo, source: str, make: Callable[[], object], max_turns: int,
                 peers: Sequence[Demo], rng: np.random.Generator,
-                alternatives: Sequence[str] = ()) -> Demo:
-    """The guided demonstration of ``demo``'s game for ``source``."""
+                alternatives: Sequence[str] = (), book: LessonBook | None = None) -> Demo:
+    """The guided demonstration of ``demo``'s game for ``source`` (lesson
+    sources need ``book``, the households' lessons)."""
+    if source in LESSON_SOURCES:
+        if book is None:
+            raise ValueError(f"guided source {source!r} needs households (env.households > 0)")
+        return lesson_demo(demo, source, make, max_turns, book, rng)
     if source == "swap":
         line = swapped_plan(demo, rng) if demo.env_name.startswith("alfworld") else None
         if line is not None:
@@ -267,7 +274,8 @@ def own_plan_demo(env, demo: Demo, max_turns: int) -> Demo:
 
 def guided_demos(demos: Sequence[Demo], make: Callable[[], object], mix: str,
                  guided_fraction: float, max_turns: int, rng: np.random.Generator,
-                 on_demo: Callable[[], None] | None = None, contrast: bool = False) -> list[Demo]:
+                 on_demo: Callable[[], None] | None = None, contrast: bool = False,
+                 book: LessonBook | None = None) -> list[Demo]:
     """The actor's warm-start demonstrations: each won searching demo is free
     (no line) or, with probability ``guided_fraction``, replaced by a guided
     one from the mix. Lost guided replays are dropped (they teach nothing).
@@ -306,7 +314,7 @@ def guided_demos(demos: Sequence[Demo], make: Callable[[], object], mix: str,
             for names, probs in draws:
                 source = names[int(rng.choice(len(names), p=probs))]
                 g = guided_demo(d, source, make, max_turns, by_type[d.task_type], rng,
-                                alternatives)
+                                alternatives, book)
                 if g.won:
                     out.append(g)
         else:

@@ -1,8 +1,9 @@
 """``experience.mode=oracle``: a control for the actor, not a method.
 
 Retrieval returns the expert's plan of the episode's own game (training pool
-and evaluation games alike), made wrong in ``controls.oracle_noise`` steps;
-there is no extractor and no bank. It measures the best that experience of
+and evaluation games alike), made wrong in ``controls.oracle_noise`` steps,
+or (``controls.oracle_source=lesson``, households) the household's true
+lesson for the goal's object type; there is no extractor and no bank. It measures the best that experience of
 this form could do for the actor, and how good an entry must be to pay:
 against it, Comp. RL's bank can only be as useful as its entries are close
 to these.
@@ -14,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from crl_jax.envs.registry import make_expert
+from crl_jax.training.tasks import episode_cap, household_split
 from crl_jax.training.guided_demos import corrupt_plan, informed, own_plan_demo, plan_places
 from crl_jax.training.logs import progress_bar
 from crl_jax.training.warmstart import play_expert, plan_entry
@@ -59,6 +61,42 @@ def _peer_plans(plans: dict, types: dict, seed: int) -> dict:
         same = [k for k in others if types[k] == types[key]] or others or [key]
         out[key] = plans[same[int(rng.integers(len(same)))]]
     return out
+
+
+def oracle_entries(cfg, sources: dict) -> dict[str, dict]:
+    """{split: {(environment, task): entry}} for the task sources of each
+    split ("train": the RL pool, "eval", "unseen"). Task ids are indices
+    into their split's games, so each split keeps its own table."""
+    noise, seed = cfg.controls.oracle_noise, cfg.warm_start.seed
+    out = {}
+    for split, srcs in sources.items():
+        limit = None if split == "train" else cfg.env.num_eval_tasks
+        if cfg.controls.oracle_source == "lesson":
+            out[split] = oracle_lessons(srcs, household_split(cfg), limit)
+        else:
+            out[split] = oracle_plans(srcs, noise, episode_cap(cfg), seed, limit,
+                                      peer=cfg.controls.oracle_source == "peer")
+    return out
+
+
+def oracle_lessons(sources, split, limit: int | None = None) -> dict[tuple[str, object], str]:
+    """{(environment, task): the true lesson of the game's household for its
+    goal's object type} (crl_jax/envs/alfworld_lessons.py)."""
+    from crl_jax.envs.alfworld_households import household_index
+    from crl_jax.envs.alfworld_lessons import true_lesson
+    if split is None:
+        raise ValueError("controls.oracle_source=lesson needs households (env.households > 0)")
+    members = {h.index: h for h in split.members()}
+    lessons = {}
+    for src in sources:
+        env = src.make()
+        for task in (src.tasks[:limit] if limit else src.tasks):
+            record = env.games[task]
+            household = members[household_index(record.id)]
+            lessons[(src.env_name, task)] = true_lesson(
+                household, record.params["object_target"]).text
+        env.close()
+    return lessons
 
 
 def oracle_retriever(plans: dict, env_name: str, tasks: Sequence, guided: Sequence[bool]):

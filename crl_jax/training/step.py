@@ -12,6 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
+from crl_jax.envs.alfworld_lessons import room_line
 from crl_jax.experience import EpisodeRecord
 from crl_jax.experience.training_buffer import outcome
 from crl_jax.rl.batch import pack_samples
@@ -98,11 +99,13 @@ def rollout_throughput(stats: dict, rollout_s: float) -> dict[str, float]:
     return out
 
 
-def retriever(run: Run, env_name: str, tasks, guided, record: bool = True):
+def retriever(run: Run, env_name: str, tasks, guided, record: bool = True,
+              split: str = "train"):
     """What guided episodes of ``tasks`` read: the bank (through the
-    experience manager) or, with experience.mode=oracle, their game's plan."""
+    experience manager) or, with experience.mode=oracle, their game's plan
+    (``split``: whose games the task ids index: train, eval or unseen)."""
     if run.oracle is not None:
-        return oracle_retriever(run.oracle, env_name, tasks, guided)
+        return oracle_retriever(run.oracle[split], env_name, tasks, guided)
     return lambda q, k: retrieve(run, q, k, record)
 
 
@@ -168,9 +171,10 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
         credit = (critic_credit(outcome(ep.won, baseline), ep.judgement.verdict, scores)
                   if judged else None)
         trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers)
+        room = room_line(ep.first_observation) if run.cfg.env.households else ""
         run.manager.submit_episode(EpisodeRecord(ep.goal, trajectory, ep.won, ep.task_key,
                                                  ep.experience_id, step, tuple(ep.ask_keys),
-                                                 baseline, judged, credit))
+                                                 baseline, judged, credit, room))
     every = run.cfg.experience.merge_every
     if every and (step + 1) % every == 0:
         # Entries carry their environment's task key in a shared bank too, so

@@ -19,10 +19,18 @@ class TaskSource:
 
 
 def _alfworld_games(split: str, num_generated: int, seed: int, task_types: tuple = (),
-                    room_size: str = "full"):
+                    room_size: str = "full", households=None):
     from crl_jax.envs.alfworld_data import load_games
     from crl_jax.envs.alfworld_generator import generate_games
 
+    if households is not None:  # an alfworld_households.HouseholdSplit
+        if task_types:
+            raise ValueError("env.task_types does not apply to households (a household poses "
+                             "the tasks its room allows)")
+        return households.games(split, num_generated if split == "generated"
+                                else max(64, num_generated // 4))
+    if split == "generated_unseen":
+        raise ValueError("split generated_unseen is the unseen households' (env.households)")
     if split in ("generated", "generated_eval"):
         n = num_generated if split == "generated" else max(64, num_generated // 4)
         start = seed + (_EVAL_SEED_OFFSET if split == "generated_eval" else 0)  # unseen games
@@ -53,12 +61,14 @@ def episode_cap(cfg) -> int:
 def task_source(env_name: str, split: str, num_generated: int, seed: int, max_steps: int,
                 lenient_actions: bool = False, num_tasks: int | None = None,
                 task_types: tuple = (), room_size: str = "full",
-                seeded_clock: bool = False) -> TaskSource:
+                seeded_clock: bool = False, households=None) -> TaskSource:
     """``split`` selects train or eval tasks: ALFWorld takes a pack split
-    (train, valid_seen, valid_unseen) or generated / generated_eval; other
-    environments take "train" (seeds from 0) or "eval" (seeds from 1e6)."""
+    (train, valid_seen, valid_unseen) or generated / generated_eval (with
+    ``households``, an alfworld_households.HouseholdSplit, also
+    generated_unseen); other environments take "train" (seeds from 0) or
+    "eval" (seeds from 1e6)."""
     if env_name.startswith("alfworld"):
-        games = _alfworld_games(split, num_generated, seed, task_types, room_size)
+        games = _alfworld_games(split, num_generated, seed, task_types, room_size, households)
         if num_tasks:
             games = games[:num_tasks]
         return TaskSource(env_name, lambda: make_env(env_name, games=games, max_steps=max_steps,
@@ -71,3 +81,14 @@ def task_source(env_name: str, split: str, num_generated: int, seed: int, max_st
     return TaskSource(env_name, lambda: make_env(env_name, **kwargs),
                       list(range(start + seed, start + seed + count)),
                       env_name)
+
+
+def household_split(cfg):
+    """The run's households (an alfworld_households.HouseholdSplit; None
+    without env.households)."""
+    e = cfg.env
+    if not e.households:
+        return None
+    from crl_jax.envs.alfworld_households import HouseholdSplit
+    return HouseholdSplit(e.households, e.pool_households, e.unseen_households, e.home_rate,
+                          e.room_size, cfg.warm_start.seed)

@@ -66,6 +66,9 @@ class WarmStartInputs:
     # demonstrate. Hashed only where it differs from the preset's own
     # (inputs_key), so the keys of runs on the preset's pool stay as before.
     demo_pool_excluded: int = 0
+    # env.households, env.pool_households, env.home_rate: the games the warm
+    # start demonstrates (empty without households, and then not hashed).
+    households: tuple = ()
 
 
 KEY_SCHEME = "ws7"  # bump when the warm-start code changes what the same inputs give
@@ -91,7 +94,8 @@ def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
         history=r.history, list_actions=r.list_actions, obs_chars=r.obs_chars,
         show_first_observation=r.show_first_observation,
         warm_start=dataclasses.replace(cfg.warm_start, cache_dir=""),
-        demo_pool_excluded=_pool_excluded(cfg))
+        demo_pool_excluded=_pool_excluded(cfg),
+        households=(e.households, e.pool_households, e.home_rate) if e.households else ())
 
 
 def _pool_excluded(cfg: RunConfig) -> int:
@@ -103,7 +107,7 @@ def _pool_excluded(cfg: RunConfig) -> int:
 # made before keeps its key. A fact of the key's history, not a setting: a
 # preset that changes its pool later gets new keys, as it should.
 # tests/training/test_warm_cache.py checks it against today's presets.
-PRESET_POOLS_AT_SCHEME = {"alfworld": 0, "alfworld_cpu": 16, "minihack_room": 0,
+PRESET_POOLS_AT_SCHEME = {"alfworld": 0, "alfworld_cpu": 16, "alfworld_households_cpu": 0, "minihack_room": 0,
                           "minihack_room_cpu": 16, "multitask3": 0, "multitask3_cpu": 8,
                           "multitask6": 0, "swe": 0, "swe_cpu": 0, "webshop": 0, "webshop_cpu": 0}
 
@@ -135,6 +139,8 @@ def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
     # pool: at that value it stays out of the hash.
     if inputs.demo_pool_excluded == _preset_pool_excluded(inputs.name):
         del fields["demo_pool_excluded"]
+    if not inputs.households:
+        del fields["households"]
     for (section, name), neutral in _ADDED_SINCE_SCHEME.items():
         if fields[section][name] == neutral:
             del fields[section][name]
@@ -146,7 +152,8 @@ def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
 # Those records hold a key of the older scheme, "<preset>-<hash>": the figure
 # machinery checks a record against today's settings in the record's own
 # scheme, so a record stays current until a setting it was made with changes.
-_LEGACY_ADDED_LATER = {"env": {"seeded_clock": False},
+_LEGACY_ADDED_LATER = {"env": {"seeded_clock": False, "households": 0, "pool_households": 0,
+                               "unseen_households": 0, "home_rate": 0.65},
                        "warm_start": {"ask_fraction": 0.0, "split_digits": False}}
 for (_section, _name), _neutral in _ADDED_SINCE_SCHEME.items():  # added later than both schemes
     _LEGACY_ADDED_LATER.setdefault(_section, {})[_name] = _neutral

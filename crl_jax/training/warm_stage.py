@@ -18,7 +18,8 @@ from crl_jax.training import setup, warmstart
 from crl_jax.training.config import RunConfig
 from crl_jax.training.guided_demos import guided_demos
 from crl_jax.training.logs import progress_bar
-from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap
+from crl_jax.training.lesson_demos import LessonBook
+from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap, household_split
 from crl_jax.training.warm_cache import WarmStartCache, load_params
 from models.distributed import host_value, sync_processes
 
@@ -55,13 +56,15 @@ def actor_demos(cfg: RunConfig, demos, sources, rng: np.random.Generator) -> lis
     per environment of the run."""
     out = []
     max_turns = episode_cap(cfg) * DEMO_TURNS_FACTOR
+    split = household_split(cfg)
+    book = LessonBook(split) if split is not None else None
     for src in sources:
         mine = [d for d in demos if d.env_name == src.env_name]
         bar = progress_bar(len([d for d in mine if d.won]), f"guided demos ({src.env_name})",
                            "game")
         out += guided_demos(mine, src.make, cfg.warm_start.guided_source,
                             cfg.warm_start.guided_fraction, max_turns, rng, bar.update,
-                            contrast=cfg.warm_start.guided_contrast)
+                            contrast=cfg.warm_start.guided_contrast, book=book)
         bar.close()
     return out
 
@@ -90,7 +93,8 @@ def _train_extractor(cfg: RunConfig, demos, extractor: Learner, ext_tok, out_dir
     ws = cfg.warm_start
     rng = np.random.default_rng(ws.seed + 8)
     samples = warmstart.extractor_sft_samples(demos, ext_tok, rng, ask_fraction=ws.ask_fraction,
-                                              misstep_fraction=ws.extractor_missteps)
+                                              misstep_fraction=ws.extractor_missteps,
+                                              lessons=bool(cfg.env.households))
     return setup.supervised_warm_start(extractor, samples, ws.extractor_lr, ws.extractor_steps,
                                        ws.batch, ext_tok.pad_id, rng, "extractor",
                                        progress_dir(out_dir, cache, "extractor"))

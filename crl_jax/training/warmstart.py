@@ -25,9 +25,10 @@ NAVIGATION = ("go to", "look", "inventory", "examine")
 
 
 # Guided sources whose line is not the demo's own game's plan (another game's,
-# or the own plan naming another object; crl_jax/training/guided_demos.py):
+# or the own plan naming another object; crl_jax/training/guided_demos.py),
+# nor its household's lesson for its goal (crl_jax/training/lesson_demos.py):
 # the expert ignores it, and a judging warm start teaches rejecting it.
-FOREIGN_SOURCES = ("peer", "peerseen", "swap")
+FOREIGN_SOURCES = ("peer", "peerseen", "swap", "lessonpeer", "lessonswap")
 
 
 @dataclasses.dataclass
@@ -266,21 +267,21 @@ def is_decision(action: str) -> bool:
 
 
 def demo_extractor_prompt(demo: Demo, turns: int | None = None,
-                          shown: Sequence[str] = ()) -> str:
+                          shown: Sequence[str] = (), room: str = "") -> str:
     """The consolidation prompt (compact format) for a demo's trajectory, or
     for its first ``turns`` actions as a failed episode, with ``shown``
-    entries listed as the bank would show them."""
+    entries listed as the bank would show them (and ``room``, households)."""
     won = demo.won if turns is None else False
     n = len(demo.actions) if turns is None else turns
     return prompts.render_extractor_compact(prompts.ExtractorView(
         demo.goal, prompts.trajectory_text(demo.actions[:n], demo.observations[1:n + 1]), won,
-        tuple(shown)))
+        tuple(shown), room=room))
 
 
 def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator | None = None,
                           failure_fraction: float = 0.5, shown_fraction: float = 0.5,
                           max_shown: int = 2, ask_fraction: float = 0.0,
-                          misstep_fraction: float = 0.0) -> list[Sample]:
+                          misstep_fraction: float = 0.0, lessons: bool = False) -> list[Sample]:
     """Trajectory -> operations pairs. Won demos -> add their plan. So that the
     extractor also knows what to do with what RL will show it: copies cut
     short (a failed episode, ``failure_fraction`` per demo) -> return, no
@@ -290,8 +291,17 @@ def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Gener
     (the actor's query and the best entry) answered with the entry as it is:
     a defined starting point that RL can improve on. With ``misstep_fraction``,
     that share of won demos is shown again with 1-2 rejected actions in its
-    trajectory (``with_missteps``), answered with the clean game's plan."""
+    trajectory (``with_missteps``), answered with the clean game's plan.
+
+    With ``lessons`` (households), the answer is the lesson the trajectory
+    supports instead (crl_jax/training/lesson_demos.py trajectory_lesson:
+    where the goal's type was found, won or not; Return when it never was),
+    and the prompt states the room."""
     rng = rng if rng is not None else np.random.default_rng(0)
+    if lessons:
+        from crl_jax.training.lesson_demos import lesson_sft_samples
+        return lesson_sft_samples(demos, tokenizer, rng, failure_fraction, shown_fraction,
+                                  max_shown)
     plans = [plan_entry(d) for d in demos if d.won]
     pool = [a for d in demos if d.won for a in d.actions] or ["look"]
     plans_of_type: dict[str, list[str]] = {}

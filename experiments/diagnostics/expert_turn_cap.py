@@ -1,9 +1,13 @@
 """How much knowing the plan is worth to the expert, by turn cap: the
 searching expert against the informed expert given the game's own plan
-(and that plan with 1 and 2 wrong steps), on a preset's training games.
+(and that plan with 1 and 2 wrong steps), on a preset's training games;
+with households, also the informed expert given the household's true
+lesson for the goal's type (its homes: right at about the home rate), on
+the RL pool's games.
 
     python experiments/diagnostics/expert_turn_cap.py --config=alfworld_cpu [--games=300] [--caps 8 10 12 15 20]
     python experiments/diagnostics/expert_turn_cap.py --config=minihack_room_cpu --caps 4 5 6 8 10
+    python experiments/diagnostics/expert_turn_cap.py --config=alfworld_households_cpu
 
 A game counts as won at cap c when the expert wins within c actions. The
 cap at which searching often fails and the informed expert still wins is
@@ -47,16 +51,33 @@ def measure(cfg: RunConfig, games: int, longest: int, seed: int = 0) -> dict[str
                                                plan_places, plan_steps)
     from crl_jax.training.warmstart import play_expert, plan_entry
 
-    src = task_sources(dataclasses.replace(cfg, env=dataclasses.replace(
-        cfg.env, max_episode_steps=longest)), cfg.env.train_split, None)[0]
+    from crl_jax.training.components import task_pool
+    from crl_jax.training.tasks import household_split
+
+    cfg = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, max_episode_steps=longest))
+    src = task_sources(cfg, cfg.env.train_split, None)[0]
+    split = household_split(cfg)
+    if split is not None:  # the RL pool's games, where a lesson is what memory can give
+        src = task_pool(cfg, src)
     env, rng = src.make(), np.random.default_rng(seed)
     out: dict[str, list] = {"searching": [], "own plan": [], "1 wrong step": [],
                             "2 wrong steps": []}
+    if split is not None:
+        out["household lesson"] = []
+        from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert
+        from crl_jax.envs.alfworld_lessons import lesson_steps
+        from crl_jax.training.lesson_demos import LessonBook
+        book = LessonBook(split)
     for task in src.tasks[:games]:
         demo = play_expert(env, task, make_expert(src.expert), longest, src.env_name)
         out["searching"].append(len(demo.actions) if demo.won else None)
-        if not demo.won:  # no plan to give: the informed rows count it lost
-            for name in list(out)[1:]:
+        if split is not None:
+            record = env.games[task]
+            steps = lesson_steps(book.true(record), record.params.get("parent_target", ""))
+            d = play_expert(env, task, AlfWorldEnvExpert(steps), longest, src.env_name)
+            out["household lesson"].append(len(d.actions) if d.won else None)
+        if not demo.won:  # no plan to give: the plan rows count it lost
+            for name in ("own plan", "1 wrong step", "2 wrong steps"):
                 out[name].append(None)
             continue
         plan = plan_entry(own_plan_demo(env, demo, longest))

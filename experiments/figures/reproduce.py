@@ -41,9 +41,10 @@ from experiments.figures.sweep import run_arms
 # experiments/studies/, the paper's figures beside this file.
 SCRIPTS = ("oracle_ladder", "fig3_pilot", "fig6_success", "fig7_actions", "table1_multitask",
            "fig9", "fig5_ablations", "sdae", "retrieval", "actor_critic", "extractor_updates",
-           "reward_baseline", "extractor_missteps", "entry_quality", "distrust", "regime")
+           "reward_baseline", "extractor_missteps", "entry_quality", "distrust", "regime",
+           "households")
 STUDIES = frozenset({"oracle_ladder", "retrieval", "extractor_updates", "reward_baseline",
-                     "extractor_missteps", "entry_quality", "distrust", "regime"})
+                     "extractor_missteps", "entry_quality", "distrust", "regime", "households"})
 PAPER_FIGURES = tuple(n for n in SCRIPTS if n not in STUDIES)
 ALIASES = {"ladder": "oracle_ladder", "fig3": "fig3_pilot", "fig6": "fig6_success",
            "fig7": "fig7_actions", "table1": "table1_multitask", "fig5": "fig5_ablations"}

@@ -1,0 +1,150 @@
+"""Guided demonstrations and extractor targets for households: lessons, not plans.
+
+In a household (crl_jax/envs/alfworld_households.py) what carries from one
+game to the next is where object types usually lie. The warm start teaches
+the actor to read such a lesson, and the extractor to write one:
+
+  lesson       the household's true lesson for the goal's object type,
+               played by the informed expert, which looks at the lesson's
+               homes first and searches where they are wrong (they are
+               wrong at rate about 1 - home_rate, so the actor learns to
+               trust a lesson as far as it holds);
+  lessonpeer   the lesson of another household for the same type (another
+               type where none has it), played by the searching expert,
+               which ignores it: a lesson about another room;
+  lessonswap   the same household's lesson for another of its goal types,
+               ignored likewise: the line names another object.
+
+The extractor's target for a trajectory (``trajectory_lesson``) is the
+lesson it supports: where the goal's type was found, in the room its first
+observation lists. A trajectory that never found it gives none (Return).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert, kind_of
+from crl_jax.envs.alfworld_households import household_index
+from crl_jax.envs.alfworld_lessons import Lesson, lesson_steps, room_line, room_of, true_lesson
+from crl_jax.rl.batch import Sample
+from crl_jax.training.warmstart import Demo, demo_extractor_prompt, extractor_response, play_expert
+
+LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap")
+# Sources whose line the expert ignores (guided_demos' contrast pairs them).
+FOREIGN_LESSON_SOURCES = ("lessonpeer", "lessonswap")
+_PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")
+
+
+class LessonBook:
+    """The true lessons of a run's households (an alfworld_households.HouseholdSplit)."""
+
+    def __init__(self, split):
+        self.members = {h.index: h for h in split.members()[:split.households]}
+
+    def household(self, record):
+        return self.members[household_index(record.id)]
+
+    def true(self, record) -> Lesson:
+        return true_lesson(self.household(record), record.params["object_target"])
+
+    def peer(self, record, rng: np.random.Generator) -> Lesson:
+        own = household_index(record.id)
+        otype = record.params["object_target"]
+        others = [h for i, h in sorted(self.members.items()) if i != own]
+        same = [h for h in others if h.home_names(otype)]
+        pick = (same or others)[int(rng.integers(len(same or others)))]
+        if same:
+            return true_lesson(pick, otype)
+        kinds = [t for t, _ in pick.homes]
+        return true_lesson(pick, kinds[int(rng.integers(len(kinds)))])
+
+    def swap(self, record, rng: np.random.Generator) -> Lesson | None:
+        h = self.household(record)
+        otype = record.params["object_target"]
+        others = [t for t in h.goal_types if t.lower() != otype.lower()]
+        if not others:
+            return None
+        return true_lesson(h, others[int(rng.integers(len(others)))])
+
+
+def lesson_demo(demo: Demo, source: str, make, max_turns: int, book: LessonBook,
+                rng: np.random.Generator) -> Demo:
+    """The guided demonstration of ``demo``'s game for a lesson source."""
+    env = make()
+    try:
+        record = env.games[demo.task]
+        if source == "lesson":
+            lesson = book.true(record)
+            steps = lesson_steps(lesson, record.params.get("parent_target", ""))
+            played = play_expert(env, demo.task, AlfWorldEnvExpert(steps), max_turns,
+                                 demo.env_name)
+            return dataclasses.replace(played, experience=lesson.text, source=source)
+        lesson = book.peer(record, rng) if source == "lessonpeer" else book.swap(record, rng)
+        if lesson is None:  # one goal type only: another room's lesson instead
+            lesson = book.peer(record, rng)
+        return dataclasses.replace(demo, experience=lesson.text, source=source)
+    finally:
+        env.close()
+
+
+def trajectory_lesson(demo: Demo, keep: int = 2) -> str | None:
+    """The lesson a trajectory supports: the goal's object type was picked up
+    from these receptacles, the first pick's first (at most ``keep``). None
+    when it never was."""
+    if not demo.observations or not demo.goal:
+        return None
+    goal_type = _goal_type(demo)
+    found: list[str] = []
+    for obs in demo.observations[1:]:
+        m = _PICK.match(obs.strip())
+        if m and kind_of(m.group(1)) == goal_type and m.group(2) not in found:
+            found.append(m.group(2))
+    if not found:
+        return None
+    return Lesson(goal_type, room_of(demo.observations[0]), tuple(found[:keep])).text
+
+
+def _goal_type(demo: Demo) -> str:
+    """The goal's object type ("put a hot apple in fridge" -> "apple"): the
+    first object the demonstration takes whose type the goal names."""
+    words = set(re.findall(r"[a-z]+", demo.goal.lower()))
+    for obs in demo.observations[1:]:
+        m = _PICK.match(obs.strip())
+        if m and kind_of(m.group(1)) in words:
+            return kind_of(m.group(1))
+    return ""
+
+
+def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator,
+                    failure_fraction: float, shown_fraction: float, max_shown: int) -> list[Sample]:
+    """The extractor's warm-start pairs for households (warmstart.
+    extractor_sft_samples with lessons): each trajectory, and with
+    probability ``failure_fraction`` a copy cut short as a lost episode, ->
+    the lesson it supports; the prompt states the room and, with probability
+    ``shown_fraction``, lists 1-``max_shown`` other trajectories' lessons."""
+
+    def cut(d: Demo, n: int) -> Demo:
+        return dataclasses.replace(d, actions=d.actions[:n], observations=d.observations[:n + 1],
+                                   won=False)
+
+    known = [x for d in demos if (x := trajectory_lesson(d))]
+    samples = []
+    for d in demos:
+        copies = [(d, None)]
+        if len(d.actions) > 1 and rng.random() < failure_fraction:
+            copies.append((cut(d, int(rng.integers(1, len(d.actions)))), "cut"))
+        for shown_demo, _ in copies:
+            shown = []
+            if known and rng.random() < shown_fraction:
+                k = int(rng.integers(1, max_shown + 1))
+                shown = [known[i] for i in rng.choice(len(known), size=min(k, len(known)),
+                                                      replace=False)]
+            prompt = demo_extractor_prompt(shown_demo, shown=shown,
+                                           room=room_line(d.observations[0]))
+            p = tokenizer.encode(prompt)
+            r = tokenizer.encode(extractor_response(trajectory_lesson(shown_demo))) + [tokenizer.eos_id]
+            samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
+    return samples

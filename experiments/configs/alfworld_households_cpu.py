@@ -1,0 +1,40 @@
+"""ALFWorld households at CPU scale: experience that transfers between games.
+
+Games come from households (crl_jax/envs/alfworld_households.py): rooms whose
+objects lie at their homes at env.home_rate (0.65, calibrated on the real
+train pack: docs/FINDINGS.md, "Household regularity"), so a lesson learnt
+in one game of a room ("mugs: countertop 2 > sinkbasin 1") helps the next
+game there, as a floorplan's lessons do in real ALFWorld.
+
+- 40 households in the training split: the first 8 are the RL pool, the
+  other 32 the warm start's (2,000 games dealt round them: 50 a household).
+  Each step draws 4 of the pool's 400 games, so no exact game recurs in 20
+  steps and the weights cannot learn a plan; what repeats is the room.
+- Held out: 64 new games of the pool's households (eval_*: seen) and 64
+  games of 8 households no training touches (eval_unseen_*).
+- Medium rooms (7-16 receptacles) and a 10-turn cap: on the pool's games
+  the searching expert wins 0.59, the expert told the household's homes
+  0.84 and the expert told the game's own plan 1.00 (docs/FINDINGS.md,
+  "Households: the experts at the turn cap"), so knowing where things
+  usually lie pays, and a lesson is worth most of what a plan is.
+- The actor's guided demonstrations read lessons: the household's own for
+  the goal's type (the informed expert looks there first, searching where
+  it is wrong), another household's and another type's (the expert ignores
+  them): crl_jax/training/lesson_demos.py. The extractor's warm start writes
+  the lesson a trajectory supports, won or lost.
+- Everything else as alfworld_cpu (tiny models, warm start sizes, tiny_rl).
+"""
+import dataclasses
+
+from experiments.configs._common import cpu_config, tiny_rl
+
+
+def get_config():
+    cfg = cpu_config("alfworld_households_cpu", ("alfworld",), max_turns=10, obs_chars=600,
+                     list_actions="non_navigation", show_first_observation=True,
+                     train_split="generated", eval_split="generated_eval", num_generated=2000,
+                     num_eval_tasks=64, lenient_actions=True, room_size="medium", steps=20,
+                     households=40, pool_households=8, unseen_households=8, home_rate=0.65)
+    cfg = tiny_rl(cfg, demos=1000, actor_steps=1200, eval_every=5, task_pool=0, sdae=True)
+    return dataclasses.replace(cfg, warm_start=dataclasses.replace(
+        cfg.warm_start, guided_source="lesson:2,lessonpeer:1,lessonswap:1"))
