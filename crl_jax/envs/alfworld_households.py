@@ -34,7 +34,7 @@ from crl_jax.envs.alfworld_pddl import display_names
 # P(first home), P(second home) given that an object lies at a home: with
 # home_rate calibrated on the real pack, the generated households' leave-one-
 # out hit rates of the top-1 and top-2 homes come out near the pack's
-# (experiments/diagnostics/household_regularity.py).
+# (docs/FINDINGS.md, "Household regularity").
 HOME_WEIGHTS = (0.75, 0.25)
 DEFAULT_HOME_RATE = 0.65
 GOAL_TYPES = 4   # object types a household's goals name

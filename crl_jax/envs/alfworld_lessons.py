@@ -92,3 +92,81 @@ def lesson_from_evidence(otype: str, room: Sequence[str], found: dict[str, int],
         return None
     homes = sorted(held, key=lambda r: (-found[r], missed.get(r, 0), r))[:keep]
     return Lesson(otype, tuple(sorted(room)), tuple(homes))
+
+
+# The object a goal names, in ALFWorld's task sentences ("put a hot apple in
+# fridge", "find two cd and put them in safe", "look at mug under the desklamp").
+_GOAL_OBJECT = (re.compile(r"^(?:put|find) (?:a |some |two )?(?:clean |hot |cool )?([a-z]+) "),
+                re.compile(r"^(?:clean|heat|cool) some ([a-z]+) "),
+                re.compile(r"^examine the ([a-z]+) "),
+                re.compile(r"^look at ([a-z]+) "))
+
+
+def goal_object(goal: str) -> str:
+    """The object type a goal names ("" when the sentence is no ALFWorld task's)."""
+    text = " ".join(goal.lower().split()) + " "
+    for pattern in _GOAL_OBJECT:
+        m = pattern.match(text)
+        if m:
+            return m.group(1)
+    return ""
+
+
+def lesson_key(otype: str, room: str) -> str:
+    """What a lesson is found by (experience.bank.retrieval_key=lesson): its
+    type and its room, without the homes."""
+    return f"{otype} (room: {room})"
+
+
+def lesson_index(text: str) -> str:
+    """The key a stored entry is indexed by: a lesson's type and room; any
+    other text whole."""
+    lesson = parse_lesson(text)
+    return lesson_key(lesson.otype, ", ".join(lesson.room)) if lesson else text
+
+
+def lesson_query(goal: str, room: str) -> str:
+    """The key a guided episode searches with: its goal's object and its room."""
+    return lesson_key(goal_object(goal), room)
+
+
+def merge_lessons(texts: list[str], keep: int = 2) -> list[str]:
+    """A merge decision (experience.merger=lessons): lessons about the same
+    type in the same room become one, whose homes are ranked by the votes of
+    the lessons merged (2 for a lesson's first home, 1 for its second; ties
+    to the home named first), so the merged lesson states what most games
+    showed. Other texts, and lessons alone in their key, stay as they are
+    (exact duplicates are dropped). Order: first appearance of each key."""
+    groups: dict[str, list[Lesson]] = {}
+    out: list[str | tuple] = []
+    seen_text = set()
+    for text in texts:
+        lesson = parse_lesson(text)
+        if lesson is None:
+            norm = " ".join(text.lower().split())
+            if norm not in seen_text:
+                seen_text.add(norm)
+                out.append(text)
+            continue
+        key = lesson_key(lesson.otype, ", ".join(lesson.room))
+        if key not in groups:
+            groups[key] = []
+            out.append(("lesson", key))
+        groups[key].append(lesson)
+    result = []
+    for item in out:
+        if isinstance(item, str):
+            result.append(item)
+            continue
+        group = groups[item[1]]
+        if len(group) == 1:
+            result.append(group[0].text)
+            continue
+        votes: dict[str, int] = {}
+        for lesson in group:
+            for rank, home in enumerate(lesson.homes[:2]):
+                votes[home] = votes.get(home, 0) + (2 - rank)
+        order = {h: i for i, h in enumerate(dict.fromkeys(h for g in group for h in g.homes))}
+        homes = sorted(votes, key=lambda h: (-votes[h], order[h]))[:keep]
+        result.append(Lesson(group[0].otype, group[0].room, tuple(homes)).text)
+    return result

@@ -11,8 +11,8 @@ that can hold the type. Both levels are measured: the receptacle instance
 ("countertop 2", the name the game shows) and the receptacle type
 ("countertop").
 
-``experiments/diagnostics/household_regularity.py`` runs it on the real
-train pack; the households of ``alfworld_generator`` are calibrated on it.
+docs/FINDINGS.md, "Household regularity", gives it on the real train pack
+and on the households (alfworld_households.py) calibrated with it.
 """
 from __future__ import annotations
 

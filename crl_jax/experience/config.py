@@ -7,7 +7,7 @@ PUBLISH_MODES = ("copy", "double_buffer", "delta")
 INDEX_DTYPES = ("f32", "bf16", "f16")
 RECENCY_CLOCKS = ("steps", "seconds")
 ENTRY_FORMATS = ("any", "title_content")
-RETRIEVAL_KEYS = ("text", "title")
+RETRIEVAL_KEYS = ("text", "title", "lesson")
 DIVERSITY_SCORES = ("similarity", "rank")  # Eq. 6's s_rank (diversification.py)
 
 
@@ -79,7 +79,9 @@ class ExperienceConfig:
     "goal: g, observation: o" (the paper and the released code). "title":
     its title (the part before the first ":", or <title>...</title>) against
     the episode's goal alone (beyond the paper): an entry is then found by the
-    task it says it is for, not by the words its plan shares with the room."""
+    task it says it is for, not by the words its plan shares with the room.
+    "lesson" (ALFWorld households, beyond the paper): a lesson by its object
+    type and room, against the goal's object and the episode's room."""
     min_similarity: float = -1.0
     """Candidates whose cosine similarity to the query is below this are not
     returned, so a query with no entry this close reads nothing (beyond the

@@ -112,7 +112,8 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
     _credit_calls(manager, record, guiding)
     shown = [guiding] if guiding is not None else []
     if config.consolidation_context and len(snapshot):
-        related = manager.search(query_text(record.goal, config.retrieval_key), record.task_key,
+        related = manager.search(query_text(record.goal, config.retrieval_key, room=record.room),
+                                 record.task_key,
                                  k=config.consolidation_context,
                                  record=False).result(timeout=config.thread_timeout_s)
         shown += [r.entry for r in related if guiding is None or r.entry.id != guiding.id]

@@ -99,15 +99,24 @@ def entry_title(text: str) -> str:
 
 def index_text(text: str, retrieval_key: str) -> str:
     """The text an entry is embedded by (ExperienceConfig.retrieval_key)."""
+    if retrieval_key == "lesson":
+        from crl_jax.envs.alfworld_lessons import lesson_index  # ALFWorld households' lessons
+        return lesson_index(text)
     return entry_title(text) if retrieval_key == "title" else text
 
 
-def query_text(goal: str, retrieval_key: str, observation: str | None = None) -> str:
+def query_text(goal: str, retrieval_key: str, observation: str | None = None,
+               room: str | None = None) -> str:
     """The text a search for ``goal``'s entries embeds: the goal alone when
-    entries are found by their title, else "goal: g" (and ", observation: o",
-    the paper's query at episode start, when there is an observation)."""
+    entries are found by their title; the goal's object and the room (given,
+    or read from the episode's first ``observation``) when they are found as
+    lessons; else "goal: g" (and ", observation: o", the paper's query at
+    episode start, when there is an observation)."""
     if retrieval_key == "title":
         return goal.strip()
+    if retrieval_key == "lesson":
+        from crl_jax.envs.alfworld_lessons import lesson_query, room_line
+        return lesson_query(goal, room if room is not None else room_line(observation or ""))
     return f"goal: {goal}" + (f", observation: {observation}" if observation is not None else "")
 
 

@@ -15,6 +15,7 @@ import shutil
 import jax
 import numpy as np
 
+from crl_jax.envs.alfworld_lessons import merge_lessons
 from crl_jax.envs.base import TextEnv
 from crl_jax.experience import EpisodeRecord, ExperienceManager
 from crl_jax.rl import prompts
@@ -166,7 +167,8 @@ def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
     agent = ExtractorAgent(extractor, ext_tok, cfg.rollout.format, x.extractor_max_new_tokens,
                            temperature, cfg.train.seed, frozen=frozen, top_p=x.extractor_top_p,
                            max_prompt_tokens=x.extractor_max_prompt_tokens)
-    merger = agent.merge if cfg.experience.merger == "extractor" else setup.dedup_merger
+    merger = {"extractor": agent.merge, "dedup": setup.dedup_merger,
+              "lessons": merge_lessons}[cfg.experience.merger]
     return agent, setup.make_manager(cfg, agent, merger)
 
 

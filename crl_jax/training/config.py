@@ -90,9 +90,10 @@ class ExperienceSpec(ExperienceModeProperties):
     controls section for which plan)."""
     guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
     merge_every: int = 5  # actor steps; 0 = no merge (ablation)
-    # Who decides a merge: the extractor (paper) or exact-duplicate removal
-    # (tiny presets, whose extractor is not warm-started on merges).
-    merger: Literal["extractor", "dedup"] = "extractor"
+    # Who decides a merge: the extractor (paper), exact-duplicate removal
+    # (tiny presets, whose extractor is not warm-started on merges), or
+    # (households) lessons of one type and room combined by their homes' votes.
+    merger: Literal["extractor", "dedup", "lessons"] = "extractor"
     search_and_ask: bool = False
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training
     # At most this many extractor updates per actor step: without a cap the
@@ -304,6 +305,18 @@ class RunConfig:
         """Who judges retrieved entries in rollouts (None: nobody)."""
         return self.controls.critic if self.experience.actor_critic else None
 
+    def _check_pools(self) -> None:
+        """The RL pool, the warm start's games and the households agree."""
+        if self.train.pool_disjoint and not (self.train.task_pool or self.env.pool_households):
+            raise ValueError("train.pool_disjoint needs a train.task_pool (or "
+                             "env.pool_households) to keep apart")
+        self.env.check_households(self.train.task_pool)
+        from crl_jax.training.guided_demos import parse_mix
+        mix = parse_mix(self.warm_start.guided_source)
+        if not self.env.households and any(s.startswith("lesson") for s, _ in mix):
+            raise ValueError(f"warm_start.guided_source={self.warm_start.guided_source!r}: "
+                             "lesson sources need households (env.households > 0)")
+
     def __post_init__(self):
         if self.experience.mode not in EXPERIENCE_MODES:
             raise ValueError(f"experience.mode={self.experience.mode!r}; valid: {EXPERIENCE_MODES}")
@@ -329,10 +342,7 @@ class RunConfig:
         if self.train.task_pool and self.train.task_pool < self.train.tasks_per_step:
             raise ValueError(f"train.task_pool={self.train.task_pool} is smaller than "
                              f"train.tasks_per_step={self.train.tasks_per_step} (0 = all tasks)")
-        if self.train.pool_disjoint and not (self.train.task_pool or self.env.pool_households):
-            raise ValueError("train.pool_disjoint needs a train.task_pool (or "
-                             "env.pool_households) to keep apart")
-        self.env.check_households(self.train.task_pool)
+        self._check_pools()
         from crl_jax.envs.alfworld_generator import ROOM_SIZES
         if self.env.room_size not in ROOM_SIZES:
             raise ValueError(f"env.room_size={self.env.room_size!r}; valid: {ROOM_SIZES}")
@@ -348,10 +358,7 @@ class RunConfig:
         if not 0.0 <= self.warm_start.guided_fraction <= 1.0:
             raise ValueError("warm_start.guided_fraction must be in [0, 1]")
         from crl_jax.training.guided_demos import parse_mix
-        mix = parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
-        if not self.env.households and any(s.startswith("lesson") for s, _ in mix):
-            raise ValueError(f"warm_start.guided_source={self.warm_start.guided_source!r}: "
-                             "lesson sources need households (env.households > 0)")
+        parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
         if not 0.0 <= self.warm_start.ask_fraction <= 1.0:
             raise ValueError("warm_start.ask_fraction must be in [0, 1]")
         if not 0.0 <= self.warm_start.judge_fraction <= 1.0:

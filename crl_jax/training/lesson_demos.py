@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -119,9 +120,10 @@ def _goal_type(demo: Demo) -> str:
 
 
 def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator,
-                    failure_fraction: float, shown_fraction: float, max_shown: int) -> list[Sample]:
-    """The extractor's warm-start pairs for households (warmstart.
-    extractor_sft_samples with lessons): each trajectory, and with
+                       failure_fraction: float = 0.5, shown_fraction: float = 0.5,
+                       max_shown: int = 2) -> list[Sample]:
+    """The extractor's warm-start pairs for households (in place of
+    warmstart.extractor_sft_samples' plans): each trajectory, and with
     probability ``failure_fraction`` a copy cut short as a lost episode, ->
     the lesson it supports; the prompt states the room and, with probability
     ``shown_fraction``, lists 1-``max_shown`` other trajectories' lessons."""

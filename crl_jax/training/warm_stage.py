@@ -18,7 +18,7 @@ from crl_jax.training import setup, warmstart
 from crl_jax.training.config import RunConfig
 from crl_jax.training.guided_demos import guided_demos
 from crl_jax.training.logs import progress_bar
-from crl_jax.training.lesson_demos import LessonBook
+from crl_jax.training.lesson_demos import LessonBook, lesson_sft_samples
 from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap, household_split
 from crl_jax.training.warm_cache import WarmStartCache, load_params
 from models.distributed import host_value, sync_processes
@@ -92,9 +92,12 @@ def _train_extractor(cfg: RunConfig, demos, extractor: Learner, ext_tok, out_dir
     # start ran in this process or came from the cache.
     ws = cfg.warm_start
     rng = np.random.default_rng(ws.seed + 8)
-    samples = warmstart.extractor_sft_samples(demos, ext_tok, rng, ask_fraction=ws.ask_fraction,
-                                              misstep_fraction=ws.extractor_missteps,
-                                              lessons=bool(cfg.env.households))
+    if cfg.env.households:  # lessons, not plans (lesson_demos.py)
+        samples = lesson_sft_samples(demos, ext_tok, rng)
+    else:
+        samples = warmstart.extractor_sft_samples(demos, ext_tok, rng,
+                                                  ask_fraction=ws.ask_fraction,
+                                                  misstep_fraction=ws.extractor_missteps)
     return setup.supervised_warm_start(extractor, samples, ws.extractor_lr, ws.extractor_steps,
                                        ws.batch, ext_tok.pad_id, rng, "extractor",
                                        progress_dir(out_dir, cache, "extractor"))

@@ -281,7 +281,7 @@ def demo_extractor_prompt(demo: Demo, turns: int | None = None,
 def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator | None = None,
                           failure_fraction: float = 0.5, shown_fraction: float = 0.5,
                           max_shown: int = 2, ask_fraction: float = 0.0,
-                          misstep_fraction: float = 0.0, lessons: bool = False) -> list[Sample]:
+                          misstep_fraction: float = 0.0) -> list[Sample]:
     """Trajectory -> operations pairs. Won demos -> add their plan. So that the
     extractor also knows what to do with what RL will show it: copies cut
     short (a failed episode, ``failure_fraction`` per demo) -> return, no
@@ -292,16 +292,8 @@ def extractor_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Gener
     a defined starting point that RL can improve on. With ``misstep_fraction``,
     that share of won demos is shown again with 1-2 rejected actions in its
     trajectory (``with_missteps``), answered with the clean game's plan.
-
-    With ``lessons`` (households), the answer is the lesson the trajectory
-    supports instead (crl_jax/training/lesson_demos.py trajectory_lesson:
-    where the goal's type was found, won or not; Return when it never was),
-    and the prompt states the room."""
+    (Households' extractors learn lessons instead: lesson_demos.lesson_sft_samples.)"""
     rng = rng if rng is not None else np.random.default_rng(0)
-    if lessons:
-        from crl_jax.training.lesson_demos import lesson_sft_samples
-        return lesson_sft_samples(demos, tokenizer, rng, failure_fraction, shown_fraction,
-                                  max_shown)
     plans = [plan_entry(d) for d in demos if d.won]
     pool = [a for d in demos if d.won for a in d.actions] or ["look"]
     plans_of_type: dict[str, list[str]] = {}

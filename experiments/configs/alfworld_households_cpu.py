@@ -22,6 +22,15 @@ game there, as a floorplan's lessons do in real ALFWorld.
   it is wrong), another household's and another type's (the expert ignores
   them): crl_jax/training/lesson_demos.py. The extractor's warm start writes
   the lesson a trajectory supports, won or lost.
+- The bank finds a lesson by its type and room (experience.bank.
+  retrieval_key=lesson: the goal's object and the episode's room against
+  each lesson's) with a floor of 0.99, so a guided episode reads the lesson
+  for its own type and room or nothing (another type's lesson of the same
+  room scores at most 0.985 with the hashing embedder); the merge combines
+  the lessons of one type and room by their homes' votes (experience.
+  merger=lessons), over the whole bank at once (merge_chunk 256). Both are
+  beyond the paper: `--experience.bank.retrieval_key=text
+  --experience.bank.min_similarity=-1` is the paper's retrieval.
 - Everything else as alfworld_cpu (tiny models, warm start sizes, tiny_rl).
 """
 import dataclasses
@@ -36,5 +45,9 @@ def get_config():
                      num_eval_tasks=64, lenient_actions=True, room_size="medium", steps=20,
                      households=40, pool_households=8, unseen_households=8, home_rate=0.65)
     cfg = tiny_rl(cfg, demos=1000, actor_steps=1200, eval_every=5, task_pool=0, sdae=True)
-    return dataclasses.replace(cfg, warm_start=dataclasses.replace(
-        cfg.warm_start, guided_source="lesson:2,lessonpeer:1,lessonswap:1"))
+    bank = dataclasses.replace(cfg.experience.bank, retrieval_key="lesson", min_similarity=0.99,
+                               merge_chunk=256)
+    return dataclasses.replace(
+        cfg, warm_start=dataclasses.replace(
+            cfg.warm_start, guided_source="lesson:2,lessonpeer:1,lessonswap:1"),
+        experience=dataclasses.replace(cfg.experience, merger="lessons", bank=bank))

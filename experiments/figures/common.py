@@ -257,13 +257,15 @@ def unread(key: str, flat: dict) -> bool:
     """Whether a run with these settings never reads ``key``: an arm without
     experience (the baseline) reads no experience.* setting but the mode, so
     retuning the experience pipeline or its controls leaves its runs valid; nor does an oracle
-    arm (no bank, no extractor) read whether the pipeline is synchronous or
-    any experience.extractor_* setting; neither arm loads the extractor, so
+    arm (no bank, no extractor) read whether the pipeline is synchronous,
+    any experience.extractor_* setting, the bank's settings or the merge's;
+    neither arm loads the extractor, so
     neither reads its warm start's warm_start.extractor_missteps."""
     mode = flat.get("experience.mode")
     if mode in ("none", "oracle") and key == f"warm_start.{EXTRACTOR_ONLY_WARM_START}":
         return True
-    if mode == "oracle" and (key == "experience.sync" or key.startswith("experience.extractor_")):
+    if mode == "oracle" and (key == "experience.sync" or key.startswith(
+            ("experience.extractor_", "experience.bank.", "experience.merge"))):
         return True
     # The controls all concern experience (they were experience.* keys).
     return mode == "none" and (key.startswith(("experience.", "controls."))

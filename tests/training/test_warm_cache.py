@@ -213,6 +213,7 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     assert fields["actor"].pop("attention_chunk") == fields["extractor"].pop("attention_chunk") == 0
     assert fields["warm_start"].pop("guided_contrast") is False
     assert fields["demo_pool_excluded"] == 4  # these tests' pool, not the preset's 16: hashed
+    assert fields.pop("households") == ()  # no households: not hashed
     blob = json.dumps(fields, sort_keys=True).encode()
     assert base == f"{inputs.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
     judging = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
@@ -236,12 +237,17 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
                                          "train.task_pool=16"))
     fields = dataclasses.asdict(preset_pool)
     assert fields.pop("demo_pool_excluded") == 16
+    fields.pop("households")
     for section, name in (("warm_start", "judge_fraction"), ("warm_start", "extractor_missteps"),
                           ("actor", "attention_chunk"), ("extractor", "attention_chunk"),
                           ("warm_start", "guided_contrast")):
         fields[section].pop(name)
     blob = json.dumps(fields, sort_keys=True).encode()
     assert key_of(preset_pool) == f"alfworld_cpu-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
+    # households shape the demonstrated games: each of their settings is in the key
+    homes = {key_of(dataclasses.replace(inputs, households=h))
+             for h in ((40, 8, 0.65), (40, 8, 0.0), (40, 4, 0.65), (48, 8, 0.65))}
+    assert len(homes) == 4 and base not in homes
     for field in dataclasses.fields(WarmStartInputs):
         value = getattr(inputs, field.name)
         if dataclasses.is_dataclass(value):

@@ -1,0 +1,114 @@
+"""Lessons in the bank (households): found by their type and room with a
+floor that says "nothing fits" for a room the bank has never seen, merged
+by their homes' votes, and written from trajectories; checked against
+hand-made entries and cosines computed here with NumPy."""
+import numpy as np
+import pytest
+
+from crl_jax.envs.alfworld_households import households
+from crl_jax.envs.alfworld_lessons import (Lesson, goal_object, lesson_index, lesson_query,
+                                           merge_lessons, true_lesson)
+from crl_jax.experience import AddEntry, ExperienceBank, ExperienceConfig, ExperienceManager, HashingEmbedder
+from crl_jax.experience.operations import index_text, query_text
+from crl_jax.rl import prompts
+from crl_jax.training.lesson_demos import trajectory_lesson
+from crl_jax.training.warmstart import Demo
+
+ROOM = ("cabinet 1", "countertop 1", "fridge 1", "sinkbasin 1")
+
+
+@pytest.mark.parametrize("goal, obj", [
+    ("put a hot apple in fridge", "apple"), ("put some spraybottle on toilet", "spraybottle"),
+    ("clean some mug and put it in coffeemachine", "mug"), ("put a clean mug in cabinet", "mug"),
+    ("find two cd and put them in safe", "cd"), ("put two pillow in sofa", "pillow"),
+    ("examine the book with the desklamp", "book"), ("look at bowl under the desklamp", "bowl"),
+    ("cool some potato and put it in countertop", "potato"), ("go west", "")])
+def test_goal_object_reads_every_task_template(goal, obj):
+    assert goal_object(goal) == obj
+
+
+def test_a_lesson_is_indexed_by_type_and_room_and_queried_by_goal_and_room():
+    lesson = Lesson("apple", ROOM, ("countertop 1", "fridge 1"))
+    key = "apple (room: cabinet 1, countertop 1, fridge 1, sinkbasin 1)"
+    assert lesson_index(lesson.text) == index_text(lesson.text, "lesson") == key
+    assert lesson_query("heat some apple and put it in fridge", ", ".join(ROOM)) == key
+    first = ("-= Welcome =-\n\nYou are in the middle of a room. Looking quickly around you, you "
+             "see a sinkbasin 1, a cabinet 1, a fridge 1, and a countertop 1.\n\nYour task is to: x")
+    assert prompts.retrieval_query("put a apple in fridge", first, "lesson") == key
+    assert query_text("put a apple in fridge", "lesson", room=", ".join(ROOM)) == key
+    assert index_text("not a lesson", "lesson") == "not a lesson"
+
+
+def _bank(floor: float, emb):
+    config = ExperienceConfig(workers=1, top_k=1, retrieval_key="lesson", min_similarity=floor,
+                              diversity_lambda=0.0)
+    bank = ExperienceBank(config, emb.dim)
+    return bank, ExperienceManager(bank, emb, clock=lambda: 0.0, synchronous=True)
+
+
+def test_the_floor_finds_the_own_lesson_and_nothing_for_an_unseen_household():
+    """Lessons of 4 households; the floor sits above every cosine between two
+    different keys (computed here): each pool game finds its own lesson, a
+    game of a fifth household nothing, and without the floor the nearest key."""
+    emb = HashingEmbedder(256)
+    seen, unseen = households(5)[:4], households(5)[4]
+    lessons = [true_lesson(h, t) for h in seen for t in h.goal_types]
+    keys = [lesson_index(x.text) for x in lessons]
+    vecs = emb.embed(keys)
+    cross = vecs @ vecs.T - 2 * np.eye(len(keys))
+    otype = unseen.goal_types[0]
+    query = lesson_query(f"put a {otype.lower()} in cabinet", ", ".join(unseen.signature))
+    to_unseen = vecs @ emb.embed([query])[0]
+    assert max(cross.max(), to_unseen.max()) < 0.99
+    for floor, expect_unseen in ((0.99, None), (-1.0, int(to_unseen.argmax()))):
+        bank, manager = _bank(floor, emb)
+        with bank, manager:
+            bank.apply([AddEntry("t", x.text, v) for x, v in zip(lessons, vecs)])
+            bank.flush()
+            for lesson, h in zip(lessons, [h for h in seen for _ in h.goal_types]):
+                q = lesson_query(f"put a {lesson.otype} in cabinet", ", ".join(h.signature))
+                assert [r.entry.text for r in manager.retrieve(q, "t")] == [lesson.text]
+            got = manager.retrieve(query, "t")
+            if expect_unseen is None:
+                assert got == []
+            else:
+                assert [r.entry.text for r in got] == [lessons[expect_unseen].text]
+
+
+def test_merge_combines_one_type_and_room_by_votes():
+    """Three apple lessons of one room vote countertop 1: 2 + 1 + 2 = 5,
+    fridge 1: 1 + 2 = 3, sinkbasin 1: 1; a mug lesson of the room and an
+    apple lesson of another room stay; non-lessons are de-duplicated."""
+    other_room = ("drawer 1", "shelf 1")
+    texts = [Lesson("apple", ROOM, ("countertop 1", "fridge 1")).text,
+             "go to fridge 1 > take apple 1",
+             Lesson("apple", ROOM, ("fridge 1", "countertop 1")).text,
+             Lesson("mug", ROOM, ("cabinet 1",)).text,
+             Lesson("apple", other_room, ("shelf 1",)).text,
+             "Go to fridge 1 >  take apple 1",
+             Lesson("apple", ROOM, ("countertop 1", "sinkbasin 1")).text]
+    assert merge_lessons(texts) == [Lesson("apple", ROOM, ("countertop 1", "fridge 1")).text,
+                                    "go to fridge 1 > take apple 1",
+                                    Lesson("mug", ROOM, ("cabinet 1",)).text,
+                                    Lesson("apple", other_room, ("shelf 1",)).text]
+    # a tie goes to the home named first; a single lesson stays as written
+    tie = [Lesson("egg", ROOM, ("fridge 1",)).text, Lesson("egg", ROOM, ("cabinet 1",)).text]
+    assert merge_lessons(tie) == [Lesson("egg", ROOM, ("fridge 1", "cabinet 1")).text]
+    assert merge_lessons(texts[3:4]) == texts[3:4]
+
+
+def _demo(actions, observations, won=True, goal="put a clean apple in fridge"):
+    first = ("-= Welcome =-\n\nYou are in the middle of a room. Looking quickly around you, you "
+             "see a cabinet 1, a countertop 1, a fridge 1, and a sinkbasin 1.\n\nYour task is to: x")
+    return Demo("alfworld", 0, goal, [first, *observations], actions, won)
+
+
+def test_a_trajectory_supports_the_lesson_of_where_its_goal_was_found():
+    demo = _demo(["go to cabinet 1", "go to countertop 1", "take apple 1 from countertop 1"],
+                 ["You arrive at cabinet 1. On the cabinet 1, you see a mug 1.",
+                  "You arrive at countertop 1. On the countertop 1, you see a apple 1.",
+                  "You pick up the apple 1 from the countertop 1."], won=False)
+    assert trajectory_lesson(demo) == Lesson("apple", ROOM, ("countertop 1",)).text
+    # a pick of another object is no evidence; a game that never found it gives none
+    other = _demo(["take mug 1 from cabinet 1"], ["You pick up the mug 1 from the cabinet 1."])
+    assert trajectory_lesson(other) is None

@@ -1,0 +1,111 @@
+"""A run on households: settings that do not fit together are one clear
+error; the RL pool, the warm start's games and the held-out games come
+from the households they should; the oracle hands each game its
+household's true lesson, keyed per split; lesson demonstrations follow or
+ignore their line as their source says."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from crl_jax.envs.alfworld_households import household_index
+from crl_jax.envs.alfworld_lessons import parse_lesson, true_lesson
+from crl_jax.training.components import collect_demos, task_pool, task_sources
+from crl_jax.training.config_io import apply_overrides
+from crl_jax.training.lesson_demos import LessonBook, lesson_demo
+from crl_jax.training.oracle import oracle_entries
+from crl_jax.training.tasks import household_split
+from experiments.configs import load_preset
+
+SMALL = ["env.households=6", "env.pool_households=2", "env.unseen_households=1",
+         "env.num_generated=60", "env.num_eval_tasks=8", "warm_start.demos=12"]
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return apply_overrides(load_preset("alfworld_households_cpu"), SMALL)
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["env.pool_households=6"], "pool_households"),
+    (["env.pool_households=0"], "pool_households"),
+    (["env.home_rate=1.5"], "home_rate"),
+    (["train.task_pool=8"], "task_pool=0"),
+    (["env.train_split=train"], "generated"),
+    (["env.households=0", "env.pool_households=0", "env.unseen_households=0",
+      "train.pool_disjoint=false"], "lesson sources"),
+    (["env.households=0", "env.unseen_households=1", "env.pool_households=0",
+      "train.pool_disjoint=false", "warm_start.guided_source=own"], "need env.households"),
+])
+def test_settings_that_do_not_fit_are_one_clear_error(cfg, overrides, words):
+    with pytest.raises(ValueError, match=words):
+        apply_overrides(cfg, overrides)
+
+
+def test_pool_warm_start_and_held_out_games_come_from_their_households(cfg):
+    split = household_split(cfg)
+    members = split.members()
+    pool_ids = {h.index for h in members[:2]}
+    train = task_sources(cfg, "generated", None)[0]
+    env = train.make()
+    pool = task_pool(cfg, train)
+    assert {household_index(env.games[t].id) for t in pool.tasks} == pool_ids
+    assert len(pool.tasks) == 20  # 60 games dealt round 6 households
+    demos = collect_demos(cfg, [train])
+    assert demos and not {household_index(env.games[d.task].id) for d in demos} & pool_ids
+    ev = task_sources(cfg, "generated_eval", 8)[0].make()
+    assert {household_index(g.id) for g in ev.games[:8]} == pool_ids
+    unseen = task_sources(cfg, "generated_unseen", 8)[0].make()
+    assert {household_index(g.id) for g in unseen.games} == {members[6].index}
+
+
+def test_the_oracle_lesson_is_each_games_households_truth_per_split(cfg):
+    cfg = apply_overrides(cfg, ["experience.mode=oracle", "controls.oracle_source=lesson"])
+    members = {h.index: h for h in household_split(cfg).members()}
+    sources = {"train": [task_pool(cfg, task_sources(cfg, "generated", None)[0])],
+               "eval": task_sources(cfg, "generated_eval", 8),
+               "unseen": task_sources(cfg, "generated_unseen", 8)}
+    tables = oracle_entries(cfg, sources)
+    for split, srcs in sources.items():
+        env = srcs[0].make()
+        for task in srcs[0].tasks[:8]:
+            game = env.games[task]
+            want = true_lesson(members[household_index(game.id)], game.params["object_target"])
+            assert tables[split][("alfworld", task)] == want.text
+    # task ids of different splits overlap (both start at 0): the tables do not mix them
+    assert tables["train"].keys() & tables["eval"].keys()
+
+
+def test_lesson_demos_follow_their_own_households_lesson_and_ignore_others(cfg):
+    train = task_sources(cfg, "generated", None, 30)[0]
+    book = LessonBook(household_split(cfg))
+    demos = [d for d in collect_demos(cfg, [train]) if d.won]
+    env = train.make()
+    rng = np.random.default_rng(0)
+    for d in demos[:6]:
+        game = env.games[d.task]
+        own = lesson_demo(d, "lesson", train.make, 30, book, rng)
+        lesson = parse_lesson(own.experience)
+        assert own.experience == book.true(game).text and own.source == "lesson"
+        parent = game.params["parent_target"].lower()
+        first = [h for h in lesson.homes if h.rsplit(" ", 1)[0] != parent]
+        if first:  # the informed expert goes to the lesson's first home first
+            assert own.actions[0] == f"go to {first[0]}"
+        for source in ("lessonpeer", "lessonswap"):
+            other = lesson_demo(d, source, train.make, 30, book, rng)
+            assert other.actions == d.actions  # the searching expert ignores it
+            assert other.experience != own.experience and parse_lesson(other.experience)
+            if source == "lessonpeer":
+                assert parse_lesson(other.experience).room != lesson.room
+            else:
+                assert parse_lesson(other.experience).room == lesson.room
+
+
+def test_preset_and_overrides_keep_their_meaning():
+    cfg = load_preset("alfworld_households_cpu")
+    assert (cfg.env.households, cfg.env.pool_households, cfg.env.unseen_households) == (40, 8, 8)
+    assert cfg.train.group_size == 8 and cfg.rollout.max_turns == 10
+    paper = apply_overrides(cfg, ["experience.bank.retrieval_key=text",
+                                  "experience.bank.min_similarity=-1"])
+    assert dataclasses.replace(paper.experience.bank, merge_chunk=5) == dataclasses.replace(
+        load_preset("alfworld_cpu").experience.bank, merge_chunk=5)
