@@ -316,6 +316,10 @@ class RunConfig:
         if not self.env.households and any(s.startswith("lesson") for s, _ in mix):
             raise ValueError(f"warm_start.guided_source={self.warm_start.guided_source!r}: "
                              "lesson sources need households (env.households > 0)")
+        if self.controls.lesson_room == "other" and (
+                not self.env.households or self.experience.bank.retrieval_key != "lesson"):
+            raise ValueError("controls.lesson_room=other rewrites lesson queries: it needs "
+                             "env.households > 0 and experience.bank.retrieval_key=lesson")
 
     def __post_init__(self):
         if self.experience.mode not in EXPERIENCE_MODES:

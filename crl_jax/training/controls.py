@@ -34,6 +34,11 @@ class ControlSpec:
     of the episodes it guided (the method); free = each outcome less the mean
     outcome of the free episodes of the same task in the same step (whether
     the entry helped, not whether the game was easy)."""
+    lesson_room: Literal["own", "other"] = "own"
+    """Households with experience.bank.retrieval_key=lesson: a guided episode
+    queries the bank for its own room's lesson (the method) or for another
+    pool household's (a control: lessons read where they were not learnt;
+    crl_jax/training/lesson_controls.py)."""
     ask_answers: Literal["extractor", "nothing"] = "extractor"
     """What the search-and-ask tool answers: the bank's best entry rewritten
     by the extractor (the method), or nothing to every ask (an ablation: an

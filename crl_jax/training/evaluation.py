@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from crl_jax.rl.episode_stats import batch_metrics
 from crl_jax.training.components import Run
+from crl_jax.training.lesson_controls import lesson_accuracy
+from crl_jax.training.tasks import household_split
 from crl_jax.training.step import retriever
 from crl_jax.training.logs import progress_bar
 
@@ -56,6 +58,9 @@ class Evaluator:
         bar.close()
         if run.entry_tracker is not None and run.agent is not None:
             out.update(run.entry_tracker.extractor_metrics(run.agent))
+        if run.manager is not None and run.cfg.env.households:  # the bank's lessons, against the truth
+            out.update(lesson_accuracy(run.manager.bank.snapshot.entries.values(),
+                                       household_split(run.cfg)))
         return out
 
     def close(self) -> None:

@@ -21,7 +21,9 @@ from crl_jax.rl.episode_stats import (batch_metrics, free_outcome_baselines,
                                       self_distillation_samples, turn_advantages)
 from crl_jax.rl.rollout import Episode
 from crl_jax.training.components import Run
+from crl_jax.training.lesson_controls import ForeignRooms
 from crl_jax.training.oracle import oracle_retriever
+from crl_jax.training.tasks import household_split
 
 
 @dataclasses.dataclass
@@ -106,6 +108,9 @@ def retriever(run: Run, env_name: str, tasks, guided, record: bool = True,
     (``split``: whose games the task ids index: train, eval or unseen)."""
     if run.oracle is not None:
         return oracle_retriever(run.oracle[split], env_name, tasks, guided)
+    if run.cfg.controls.lesson_room == "other":  # a control: another household's lessons
+        foreign = ForeignRooms(household_split(run.cfg))
+        return lambda q, k: retrieve(run, [foreign.query(x) for x in q], k, record)
     return lambda q, k: retrieve(run, q, k, record)
 
 

@@ -11,7 +11,8 @@ from experiments.figures import aggregate, common, plots, settings
 from experiments.figures.script import attempt, fmt_finals, fmt_ratio, report
 
 # Metrics only a run with experience has.
-EXPERIENCE_KEYS = ("eval_with_exp", "train/entry_", "extractor/")
+EXPERIENCE_KEYS = ("eval_with_exp", "eval_unseen_with_exp", "train/entry_", "extractor/",
+                   "lessons/")
 # (metric key, how many last points make its final value, column title)
 FINALS = (("train/success", 3, "train success"),
           ("eval_no_exp/success", 1, "eval, no exp."),

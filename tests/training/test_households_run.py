@@ -109,3 +109,39 @@ def test_preset_and_overrides_keep_their_meaning():
                                   "experience.bank.min_similarity=-1"])
     assert dataclasses.replace(paper.experience.bank, merge_chunk=5) == dataclasses.replace(
         load_preset("alfworld_cpu").experience.bank, merge_chunk=5)
+
+
+def test_the_foreign_room_control_asks_for_another_pool_households_lesson(cfg):
+    from crl_jax.envs.alfworld_lessons import lesson_query
+    from crl_jax.training.lesson_controls import ForeignRooms
+    split = household_split(cfg)
+    pool = split.members()[:2]
+    foreign = ForeignRooms(split)
+    for own, other in ((pool[0], pool[1]), (pool[1], pool[0])):
+        otype = own.goal_types[0].lower()
+        query = lesson_query(f"put a {otype} in cabinet", ", ".join(own.signature))
+        assert foreign.query(query) == f"{otype} (room: {', '.join(other.signature)})"
+    assert foreign.query("goal: x, observation: y") == "goal: x, observation: y"
+    with pytest.raises(ValueError, match="lesson_room=other"):
+        apply_overrides(cfg, ["controls.lesson_room=other", "experience.bank.retrieval_key=text"])
+
+
+def test_lesson_accuracy_scores_the_banks_lessons_against_the_true_homes(cfg):
+    from types import SimpleNamespace
+
+    from crl_jax.envs.alfworld_lessons import Lesson
+    from crl_jax.training.lesson_controls import lesson_accuracy
+    split = household_split(cfg)
+    a, b = split.members()[:2]
+    ta, tb = a.goal_types[0], b.goal_types[0]
+    right = true_lesson(a, ta)
+    second = Lesson(right.otype, right.room, tuple(reversed(right.homes)))  # first home wrong
+    wrong = Lesson(tb.lower(), b.signature, ("nowhere 1",))
+    unseen = true_lesson(split.members()[6], split.members()[6].goal_types[0])  # not the pool's
+    entries = [SimpleNamespace(text=x) for x in
+               (right.text, second.text, wrong.text, unseen.text, "a plan: go to x 1")]
+    got = lesson_accuracy(entries, split)
+    pairs = len(a.goal_types) + len(b.goal_types)
+    assert got == {"lessons/count": 3.0, "lessons/coverage": 2 / pairs,
+                   "lessons/first_home": 1 / 3,
+                   "lessons/any_home": (1 + (len(right.homes) > 1)) / 3}

@@ -1,0 +1,63 @@
+"""Households' controls and measures: ``controls.lesson_room=other``
+(Comp. RL reading another household's lessons) and the bank's lesson
+accuracy against the households' true homes.
+
+A control for the households study, not a method: each guided episode's
+lesson query ("apple (room: ...)") names instead the room of another
+household of the RL pool, one whose goals also name the type where there is
+one, so the bank answers with the lesson learnt for the same type in
+another room (or nothing). If lessons help by transferring what a room
+teaches, reading another room's must not help.
+"""
+from __future__ import annotations
+
+import re
+
+_QUERY = re.compile(r"^(?P<otype>[a-z]*) \(room: (?P<room>.*)\)$")
+
+
+class ForeignRooms:
+    """Rewrites lesson queries to name another pool household's room."""
+
+    def __init__(self, split):
+        self.pool = list(split.members()[:split.pool])
+
+    def query(self, text: str) -> str:
+        m = _QUERY.match(text)
+        if not m or len(self.pool) < 2:
+            return text
+        otype, room = m.group("otype"), m.group("room")
+        rooms = [", ".join(h.signature) for h in self.pool]
+        start = rooms.index(room) + 1 if room in rooms else 0
+        order = [self.pool[(start + i) % len(self.pool)] for i in range(len(self.pool))]
+        others = [h for h in order if ", ".join(h.signature) != room]
+        same_type = [h for h in others if otype in {t.lower() for t in h.goal_types}]
+        chosen = (same_type or others)[0]
+        return f"{otype} (room: {', '.join(chosen.signature)})"
+
+
+def lesson_accuracy(entries, split) -> dict[str, float]:
+    """How right the bank's lessons are about the RL pool's households: of
+    the entries that are lessons about a pool room and one of its goal
+    types, the share whose first home is the household's first home
+    (lessons/first_home), or one of its homes (lessons/any_home); their
+    number (lessons/count) and the share of the pool's (room, type) pairs
+    with a lesson (lessons/coverage). NaN shares when there is none."""
+    from crl_jax.envs.alfworld_lessons import parse_lesson
+    rooms = {h.signature: h for h in split.members()[:split.pool]}
+    first, anywhere, count, covered = 0, 0, 0, set()
+    for entry in entries:
+        lesson = parse_lesson(entry.text)
+        household = rooms.get(lesson.room) if lesson else None
+        if household is None or lesson.otype not in {t.lower() for t in household.goal_types}:
+            continue
+        homes = household.home_names(lesson.otype)
+        count += 1
+        first += lesson.homes[0] == homes[0]
+        anywhere += lesson.homes[0] in homes
+        covered.add((household.index, lesson.otype))
+    pairs = sum(len(h.goal_types) for h in rooms.values())
+    nan = float("nan")
+    return {"lessons/count": float(count), "lessons/coverage": len(covered) / pairs,
+            "lessons/first_home": first / count if count else nan,
+            "lessons/any_home": anywhere / count if count else nan}
