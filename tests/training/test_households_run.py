@@ -145,3 +145,26 @@ def test_lesson_accuracy_scores_the_banks_lessons_against_the_true_homes(cfg):
     assert got == {"lessons/count": 3.0, "lessons/coverage": 2 / pairs,
                    "lessons/first_home": 1 / 3,
                    "lessons/any_home": (1 + (len(right.homes) > 1)) / 3}
+
+
+@pytest.mark.parametrize("mode", ["comp_rl", "oracle"])
+def test_a_households_run_reports_seen_unseen_and_its_lessons(mode, tmp_path):
+    """Two tiny steps end to end: the second reads the lessons the first
+    wrote (comp_rl) or the households' true ones (oracle); evaluations cover
+    the pool's households and the unseen ones, and score the bank's lessons."""
+    from crl_jax.training.loop import run_training
+    from crl_jax.training.metrics import read_metrics
+    from tests.training.test_runs import SMALL as RUN_SMALL
+    small = [o for o in RUN_SMALL if not o.startswith(("train.task_pool", "env.num_generated"))]
+    cfg = apply_overrides(load_preset("alfworld_households_cpu"), small + [
+        "env.households=4", "env.pool_households=2", "env.unseen_households=1",
+        "env.num_generated=16", f"experience.mode={mode}", f"train.out_dir={tmp_path}",
+        *(["controls.oracle_source=lesson"] if mode == "oracle" else [])])
+    run_training(cfg, str(tmp_path))
+    last = read_metrics(str(tmp_path / "metrics.jsonl"))[-1]
+    for name in ("eval_with_exp", "eval_no_exp", "eval_unseen_with_exp", "eval_unseen_no_exp"):
+        assert 0.0 <= last[f"{name}/success"] <= 1.0
+    if mode == "oracle":  # every guided held-out episode reads its household's lesson
+        assert last["eval_with_exp/experience_found"] == last["eval_unseen_with_exp/experience_found"] == 1.0
+    else:
+        assert last["lessons/count"] >= 0 and 0.0 <= last["lessons/coverage"] <= 1.0
