@@ -15,7 +15,9 @@ class EnvSpec:
     """Generated training games (ALFWorld generated split); eval gets a quarter."""
     # ALFWorld generated games: restrict to these task types (empty = all six)
     task_types: tuple[str, ...] = ()
-    room_size: str = "full"  # ALFWorld generated games: full | small (a curriculum for tiny models)
+    # ALFWorld generated games: full | small (a curriculum for tiny models) |
+    # medium (the households' rooms: kinds told apart by their numbers)
+    room_size: str = "full"
     num_eval_tasks: int = 32
     """Held-out games each evaluation plays (with and without experience)."""
     lenient_actions: bool = False

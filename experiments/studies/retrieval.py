@@ -14,11 +14,7 @@ count term: retrieval by similarity. The arm "found by title" keys each
 entry by its title (the goal it names) and queries with the episode's goal,
 with a similarity floor of 0.95 (experience.bank.retrieval_key=title,
 min_similarity=0.95; beyond the paper): a guided episode reads an entry for
-its own goal or nothing, never another game's plan. The arm "scored by
-rank" is the authors' released Eq. 6 (experience.bank.diversity_score=rank:
-the candidates' similarity rank in place of the similarity itself, so the
-count penalty weighs against rank gaps of 1, not similarity gaps of a few
-hundredths).
+its own goal or nothing, never another game's plan.
 
     python experiments/figures/reproduce.py --budget=full --only=retrieval
 
@@ -37,11 +33,9 @@ from experiments.figures.script import figure_main
 PRESET = "alfworld_cpu"
 NO_COUNT = "Comp. RL, lambda = 0 (similarity only)"
 BY_TITLE = "Comp. RL, found by title (floor 0.95)"
-BY_RANK = "Comp. RL, Eq. 6 scored by rank (released)"
 VARIANTS = (Variant(OURS), Variant(NO_COUNT, extra=("experience.bank.diversity_lambda=0.0",)),
             Variant(BY_TITLE, extra=("experience.bank.retrieval_key=title",
                                      "experience.bank.min_similarity=0.95")),
-            Variant(BY_RANK, extra=("experience.bank.diversity_score=rank",)),
             Variant(BASE, "none"))
 ENTRY_FINALS = (*FINALS, WHOLE_RUN, ("train/success_guided", 5, "guided success"),
                 ("train/success_free", 5, "free success"),
