@@ -12,9 +12,11 @@ warm starts: the gain must vanish); Static Online (a fixed extractor) for
 the co-evolution claim, with the bank's lesson accuracy against the
 households' true homes (lessons/first_home) through RL.
 
-Held-out success is reported on new games of the pool's households
+The ladder table is the oracle ladder's (guided / free success per window,
+actions, training success over every step against GRPO's, per seed); a
+second table gives held-out success on new games of the pool's households
 (eval_*, the run's standard metrics) and on households no training touched
-(eval_unseen_*), each with and without experience.
+(eval_unseen_*), without / with experience, and the bank's lessons.
 
     python experiments/figures/reproduce.py --budget=full --only=households
 
@@ -22,34 +24,88 @@ Full budget only (the quick budget's hour has no room for its runs).
 """
 from __future__ import annotations
 
+import os
 import sys
 
-from experiments.figures.ablation import FINALS, WHOLE_RUN, Variant, full_budget_variant_script
+import numpy as np
+
+from crl_jax.training.run_summary import series
+from experiments.figures import common, plots
+from experiments.figures.ablation import Variant, variant_arms
 from experiments.figures.fig6_success import BASE, COMP
-from experiments.figures.script import figure_main
+from experiments.figures.script import figure_main, fmt, report
+from experiments.studies.oracle_ladder import groups_arms, preset_figure
 
 PRESET = "alfworld_households_cpu"
+NAME = "households"
+HEADING = "Households: lessons that transfer between games of a room"
 ORACLE = "Oracle, the household's lesson"
 NO_HOMES = ("env.home_rate=0",)
-VARIANTS = (Variant(BASE, "none"),
-            Variant(ORACLE, "oracle", ("controls.oracle_source=lesson",)),
-            Variant(COMP),
-            Variant("Comp. RL, another household's lessons", extra=("controls.lesson_room=other",)),
-            Variant("Comp. RL, no homes (home rate 0)", extra=NO_HOMES),
-            Variant("GRPO, no homes (home rate 0)", "none", NO_HOMES),
-            Variant("Static Online Exp.", "static_online"))
-HOUSEHOLD_FINALS = (*FINALS, WHOLE_RUN,
-                    ("train/success_guided", 5, "guided success"),
-                    ("train/success_free", 5, "free success"),
-                    ("eval_unseen_no_exp/success", 1, "unseen households, no exp."),
-                    ("eval_unseen_with_exp/success", 1, "unseen households, with exp."),
-                    ("lessons/first_home", 1, "lessons' first home right"),
-                    ("lessons/coverage", 1, "pool (room, type) pairs with a lesson"))
+# Each group's last variant is its reference (its GRPO).
+HOMES = (Variant(ORACLE, "oracle", ("controls.oracle_source=lesson",)),
+         Variant(COMP),
+         Variant("Comp. RL, another household's lessons", extra=("controls.lesson_room=other",)),
+         Variant("Static Online Exp.", "static_online"),
+         Variant(BASE, "none"))
+NONE = (Variant("Comp. RL, no homes (home rate 0)", extra=NO_HOMES),
+        Variant("GRPO, no homes (home rate 0)", "none", NO_HOMES))
+GROUPS = ((HOMES, "home rate 0.65"), (NONE, "no homes (home rate 0)"))
 
-arms, make = full_budget_variant_script(
-    (("households", PRESET),),
-    "Households: lessons that transfer between games of a room",
-    VARIANTS, BASE, HOUSEHOLD_FINALS)
+
+def arms(budget: str) -> list:
+    return groups_arms(PRESET, budget, HOMES, NONE)
+
+
+def _last(rows, key: str) -> float:
+    values = series(rows, key)
+    return values[-1] if values else float("nan")
+
+
+def _per_seed(runs: dict, key: str) -> str:
+    """Seed mean (per seed) of the last evaluation's ``key``."""
+    vals = [_last(rows, key) for _, rows in sorted(runs.items())]
+    if not vals or all(v != v for v in vals):
+        return "-"
+    return f"{fmt(float(np.nanmean(vals)))} ({', '.join(fmt(v) for v in vals)})"
+
+
+def held_out_table(budget: str, root: str, notes: list) -> dict:
+    """Held-out success, seen and unseen households, and the bank's lessons."""
+    rows = []
+    for variants, title in GROUPS:
+        runs, more = common.load_runs(variant_arms(PRESET, budget, variants), root)
+        notes += more
+        for v in variants:
+            mine = runs.get(v.label, {})
+            cells = [_per_seed(mine, k) for k in (
+                "eval_no_exp/success", "eval_with_exp/success", "eval_unseen_no_exp/success",
+                "eval_unseen_with_exp/success", "lessons/first_home", "lessons/coverage")]
+            rows.append([f"{v.label} ({title})", ", ".join(str(s) for s in sorted(mine)) or "-",
+                         *cells])
+    return {"caption": "Held-out success at the last evaluation: new games of the pool's "
+                       "households (seen) and games of 8 households no training touched "
+                       "(unseen), without / with experience; the bank's lessons about the "
+                       "pool's households: share whose first home is the household's first "
+                       "home, and share of the pool's (room, goal type) pairs with a lesson. "
+                       "Seed mean (per seed).",
+            "columns": ["arm", "seeds", "seen, no exp.", "seen, with exp.", "unseen, no exp.",
+                        "unseen, with exp.", "lessons: first home right", "lessons: coverage"],
+            "rows": rows}
+
+
+def make(root: str, budget: str, out_dir: str) -> list[dict]:
+    if budget == "quick":
+        return []
+    notes, panels, tables, every = [], [], [], []
+    for variants, title in GROUPS:
+        p, t, a = preset_figure(PRESET, budget, root, out_dir, notes, variants, title)
+        panels += p
+        tables.append(t)
+        every += a
+    tables.append(held_out_table(budget, root, notes))
+    plots.plot_curves(os.path.join(out_dir, NAME), f"{HEADING} ({PRESET}; mean over seeds, "
+                      "band min..max)", panels)
+    return [report(NAME, HEADING, out_dir, tables, notes, {}, every, root)]
 
 
 if __name__ == "__main__":

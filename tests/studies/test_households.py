@@ -1,0 +1,46 @@
+"""The households study: its arms differ from each group's GRPO only by
+their mode and their control's overrides, the no-homes group adds exactly
+env.home_rate=0, and the held-out table reads the last evaluation of each
+seed (checked on hand-written records)."""
+import json
+
+from experiments.figures.ablation import variant_arms
+from experiments.studies import households
+
+
+def test_arms_differ_from_their_grpo_by_mode_and_control_only():
+    arms = households.arms("full")
+    assert len(arms) == 21 and households.arms("quick") == []
+    assert households.make("", "quick", "") == []
+    homes = variant_arms(households.PRESET, "full", households.HOMES)
+    none = variant_arms(households.PRESET, "full", households.NONE)
+    grpo = [a for a in homes if a.label == households.BASE]
+    for arm in homes + none:
+        base = next(g for g in grpo if g.seed == arm.seed)
+        extra = set(arm.overrides) - set(base.overrides)
+        assert {o for o in extra if not o.startswith(("experience.mode=", "controls."))} <= \
+            set(households.NO_HOMES), arm.label
+    assert all("env.home_rate=0" in a.overrides for a in none)
+
+
+def _write(root, arm, evals):
+    run = root / arm.run_name
+    run.mkdir(parents=True)
+    with open(run / "metrics.jsonl", "w") as f:
+        for step, value in evals:
+            f.write(json.dumps({"step": step, "eval_no_exp/success": value,
+                                "eval_unseen_no_exp/success": value / 2}) + "\n")
+
+
+def test_held_out_table_reads_each_seeds_last_evaluation(tmp_path):
+    grpo = [a for a in variant_arms(households.PRESET, "full", households.HOMES)
+            if a.label == households.BASE]
+    for arm, last in zip(grpo, (0.25, 0.5, 0.75)):
+        _write(tmp_path, arm, [(0, 0.1), (20, last)])
+    notes = []
+    table = households.held_out_table("full", str(tmp_path), notes)
+    row = next(r for r in table["rows"] if r[0].startswith(households.BASE))
+    assert row[1] == "0, 1, 2"
+    assert row[2] == "0.50 (0.25, 0.50, 0.75)"
+    assert row[4] == "0.25 (0.12, 0.25, 0.38)"
+    assert row[3] == "-"  # a run without experience has no with-experience evaluation
