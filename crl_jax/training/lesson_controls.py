@@ -42,7 +42,7 @@ def lesson_accuracy(entries, split) -> dict[str, float]:
     types, the share whose first home is the household's first home
     (lessons/first_home), or one of its homes (lessons/any_home); their
     number (lessons/count) and the share of the pool's (room, type) pairs
-    with a lesson (lessons/coverage). NaN shares when there is none."""
+    with a lesson (lessons/coverage); the two shares only when there is one."""
     from crl_jax.envs.alfworld_lessons import parse_lesson
     rooms = {h.signature: h for h in split.members()[:split.pool]}
     first, anywhere, count, covered = 0, 0, 0, set()
@@ -57,7 +57,7 @@ def lesson_accuracy(entries, split) -> dict[str, float]:
         anywhere += lesson.homes[0] in homes
         covered.add((household.index, lesson.otype))
     pairs = sum(len(h.goal_types) for h in rooms.values())
-    nan = float("nan")
-    return {"lessons/count": float(count), "lessons/coverage": len(covered) / pairs,
-            "lessons/first_home": first / count if count else nan,
-            "lessons/any_home": anywhere / count if count else nan}
+    out = {"lessons/count": float(count), "lessons/coverage": len(covered) / pairs}
+    if count:
+        out.update({"lessons/first_home": first / count, "lessons/any_home": anywhere / count})
+    return out

@@ -145,6 +145,7 @@ def test_lesson_accuracy_scores_the_banks_lessons_against_the_true_homes(cfg):
     assert got == {"lessons/count": 3.0, "lessons/coverage": 2 / pairs,
                    "lessons/first_home": 1 / 3,
                    "lessons/any_home": (1 + (len(right.homes) > 1)) / 3}
+    assert lesson_accuracy(entries[3:], split) == {"lessons/count": 0.0, "lessons/coverage": 0.0}
 
 
 @pytest.mark.parametrize("mode", ["comp_rl", "oracle"])
