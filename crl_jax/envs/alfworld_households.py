@@ -211,7 +211,11 @@ SPLITS = ("generated", "generated_eval", "generated_unseen")
 class HouseholdSplit:
     """A run's households: the first ``households`` (the RL pool's
     ``pool`` first, the warm start's after them) and ``unseen`` more that no
-    training touches; all with distinct signatures, from index ``seed * 1000``.
+    training touches, from index ``seed * 1000``. The pool's and the unseen
+    households' signatures are all different (an agent tells each from the
+    others and a bank's lessons never match an unseen room); a warm-start
+    household only differs from those (two warm-start households may look
+    alike: small rooms have few receptacle lists).
 
     Splits: "generated" deals ``n`` training games round the households
     (game i from household i mod households), "generated_eval" new games of
@@ -225,7 +229,18 @@ class HouseholdSplit:
     seed: int = 0
 
     def members(self) -> tuple[Household, ...]:
-        return households(self.households + self.unseen, self.room_size, start=self.seed * 1000)
+        told_apart = households(self.pool + self.unseen, self.room_size, start=self.seed * 1000)
+        taken = {h.signature for h in told_apart}
+        warm, index = [], max(h.index for h in told_apart) + 1 if told_apart else self.seed * 1000
+        while len(warm) < self.households - self.pool:
+            h = make_household(index, self.room_size)
+            if h.signature not in taken:
+                warm.append(h)
+            index += 1
+            if index > self.seed * 1000 + 100 * self.households + 10_000:
+                raise ValueError(f"{self.room_size} rooms have no receptacle list left for "
+                                 "the warm start's households")
+        return (*told_apart[:self.pool], *warm, *told_apart[self.pool:])
 
     def games(self, split: str, n: int) -> tuple[GameRecord, ...]:
         members = self.members()

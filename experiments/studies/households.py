@@ -49,11 +49,22 @@ HOMES = (Variant(ORACLE, "oracle", ("controls.oracle_source=lesson",)),
          Variant(BASE, "none"))
 NONE = (Variant("Comp. RL, no homes (home rate 0)", extra=NO_HOMES),
         Variant("GRPO, no homes (home rate 0)", "none", NO_HOMES))
-GROUPS = ((HOMES, "home rate 0.65"), (NONE, "no homes (home rate 0)"))
+# Other regimes, controls only (the oracle against its GRPO): where a lesson
+# might pay more to a tiny actor.
+SMALL_ROOMS = ("env.room_size=small",)
+SMALL = (Variant(f"{ORACLE}, small rooms", "oracle", ("controls.oracle_source=lesson",
+                                                      *SMALL_ROOMS)),
+         Variant("GRPO, small rooms", "none", SMALL_ROOMS))
+TWELVE_TURNS = ("rollout.max_turns=12",)
+TWELVE = (Variant(f"{ORACLE}, 12 turns", "oracle", ("controls.oracle_source=lesson",
+                                                    *TWELVE_TURNS)),
+          Variant("GRPO, 12 turns", "none", TWELVE_TURNS))
+GROUPS = ((HOMES, "home rate 0.65"), (NONE, "no homes (home rate 0)"),
+          (SMALL, "small rooms"), (TWELVE, "12 turns"))
 
 
 def arms(budget: str) -> list:
-    return groups_arms(PRESET, budget, HOMES, NONE)
+    return groups_arms(PRESET, budget, *(variants for variants, _ in GROUPS))
 
 
 def _last(rows, key: str) -> float:

@@ -10,17 +10,18 @@ from experiments.studies import households
 
 def test_arms_differ_from_their_grpo_by_mode_and_control_only():
     arms = households.arms("full")
-    assert len(arms) == 21 and households.arms("quick") == []
+    assert len(arms) == 33 and households.arms("quick") == []
     assert households.make("", "quick", "") == []
     homes = variant_arms(households.PRESET, "full", households.HOMES)
-    none = variant_arms(households.PRESET, "full", households.NONE)
     grpo = [a for a in homes if a.label == households.BASE]
-    for arm in homes + none:
-        base = next(g for g in grpo if g.seed == arm.seed)
-        extra = set(arm.overrides) - set(base.overrides)
-        assert {o for o in extra if not o.startswith(("experience.mode=", "controls."))} <= \
-            set(households.NO_HOMES), arm.label
-    assert all("env.home_rate=0" in a.overrides for a in none)
+    for variants, regime in ((households.HOMES, ()), (households.NONE, households.NO_HOMES),
+                             (households.SMALL, households.SMALL_ROOMS),
+                             (households.TWELVE, households.TWELVE_TURNS)):
+        for arm in variant_arms(households.PRESET, "full", variants):
+            base = next(g for g in grpo if g.seed == arm.seed)
+            extra = set(arm.overrides) - set(base.overrides)
+            assert {o for o in extra if not o.startswith(("experience.mode=", "controls."))} \
+                == set(regime), arm.label
 
 
 def _write(root, arm, evals):
