@@ -2,17 +2,19 @@
 
 A plan ("put a mug in cabinet: go to countertop 2 > take mug 1 from ...")
 solves one game. A lesson states what carries to the next game of the same
-room: the object type, the receptacles where that type was found, most often
-first, and the room it is about (the receptacles its first observation
-lists):
+room: the object type, where that type was found, most often first, and the
+room it is about (the receptacles its first observation lists):
 
-    mug: countertop 2 > sinkbasin 1 (room: cabinet 1, countertop 1, countertop 2, ...)
+    mug: go to countertop 2 > go to sinkbasin 1 (room: cabinet 1, countertop 1, ...)
 
-Title (the type, before ": ") and content, like every entry; the room comes
-last, so a prompt that clips a long line loses part of the room, not the
-homes. The informed expert reads the homes as where to look first
-(``lesson_steps``), so a lesson that is right spares the search and one
-that is wrong costs the detour.
+Title (the type, before ": ") and content, like every entry. The homes are
+written as the walks to them because a tiny actor copies a step it can read
+verbatim and does not compose one from a receptacle's name
+(docs/FINDINGS.md, "Reading diagnostics"); the room comes last, so a prompt
+that clips a long line loses part of the room, not the homes. The informed
+expert reads the homes as where to look first (``lesson_steps``), so a
+lesson that is right spares the search and one that is wrong costs the
+detour.
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ class Lesson:
 
     @property
     def text(self) -> str:
-        return f"{self.otype}: {' > '.join(self.homes)} (room: {', '.join(self.room)})"
+        walks = " > ".join(f"go to {h}" for h in self.homes)
+        return f"{self.otype}: {walks} (room: {', '.join(self.room)})"
 
 
 def parse_lesson(text: str) -> Lesson | None:
@@ -43,7 +46,8 @@ def parse_lesson(text: str) -> Lesson | None:
     if not m:
         return None
     room = tuple(r.strip() for r in m.group("room").split(","))
-    homes = tuple(h.strip() for h in m.group("homes").split(" > ") if h.strip())
+    homes = tuple(h.strip().removeprefix("go to ").strip()
+                  for h in m.group("homes").split(" > ") if h.strip())
     if not homes or not all(_is_name(r) for r in room + homes):
         return None
     return Lesson(m.group("otype"), room, homes)
