@@ -90,11 +90,12 @@ class ExperienceSpec(ExperienceModeProperties):
     controls section for which plan)."""
     guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
     merge_every: int = 5  # actor steps; 0 = no merge (ablation)
-    # Who decides a merge: the extractor (paper), exact-duplicate removal
-    # (tiny presets, whose extractor is not warm-started on merges), or
-    # (households) lessons of one type and room combined by their homes' votes.
     merger: Literal["extractor", "dedup", "lessons"] = "extractor"
+    """Who decides a merge: the extractor (paper), exact-duplicate removal
+    (tiny presets, whose extractor is not warm-started on merges), or
+    (households) lessons of one type and room combined by their homes' votes."""
     search_and_ask: bool = False
+    """The actor may ask the bank mid-episode; the extractor rewrites the best hit."""
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training
     # At most this many extractor updates per actor step: without a cap the
     # background thread re-draws cooling-down entries (Eq. 7 weight 0) in a loop.
