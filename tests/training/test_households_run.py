@@ -148,7 +148,9 @@ def test_lesson_accuracy_scores_the_banks_lessons_against_the_true_homes(cfg):
     assert lesson_accuracy(entries[3:], split) == {"lessons/count": 0.0, "lessons/coverage": 0.0}
 
 
-@pytest.mark.parametrize("mode", ["comp_rl", "oracle"])
+# The oracle's run is in the long suite (-m slow): its per-split tables are
+# checked above without a run, and the comp_rl run covers the rest.
+@pytest.mark.parametrize("mode", ["comp_rl", pytest.param("oracle", marks=pytest.mark.slow)])
 def test_a_households_run_reports_seen_unseen_and_its_lessons(mode, tmp_path):
     """Two tiny steps end to end: the second reads the lessons the first
     wrote (comp_rl) or the households' true ones (oracle); evaluations cover
