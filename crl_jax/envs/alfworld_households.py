@@ -143,11 +143,15 @@ def household_game(household: Household, seed: int, home_rate: float = DEFAULT_H
     if task_type is not None and task_type not in feasible:
         raise ValueError(f"household {household.index} ({household.scene}) cannot pose "
                          f"{task_type!r}; it poses {feasible}")
+    # The task type is drawn once, uniformly over what the room can pose:
+    # redrawn with every attempt, the types a room often cannot set up
+    # (a lamp to find, an object to heat) would give way to the easy ones.
+    ttype = task_type or random.Random(f"household/{household.index}/{household.room_size}/"
+                                       f"game/{seed}/type").choice(feasible)
     for attempt in range(100):
         rng = random.Random(f"household/{household.index}/{household.room_size}/game/{seed}/"
                             f"{task_type}/{home_rate}/{attempt}")
         room = _furnished(household, rng, home_rate)
-        ttype = task_type or rng.choice(feasible)
         fill_objects(room, SCENE_TABLES[household.room_size][household.scene][1],
                      OBJECT_DRAWS[household.room_size])
         for otype in household.goal_types:
