@@ -13,8 +13,8 @@ game there, as a floorplan's lessons do in real ALFWorld.
 - Held out: 64 new games of the pool's households (eval_*: seen) and 64
   games of 8 households no training touches (eval_unseen_*).
 - Medium rooms (7-16 receptacles) and a 10-turn cap: on the pool's games
-  the searching expert wins 0.59, the expert told the household's homes
-  0.84 and the expert told the game's own plan 1.00 (docs/FINDINGS.md,
+  the searching expert wins 0.57, the expert told the household's homes
+  0.83 and the expert told the game's own plan 0.99 (docs/FINDINGS.md,
   "Households: the experts at the turn cap"), so knowing where things
   usually lie pays, and a lesson is worth most of what a plan is.
 - The actor's guided demonstrations read lessons: the household's own for
