@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
 
 from crl_jax.envs.alfworld_expert import room_receptacles
 from crl_jax.envs.alfworld_households import Household
@@ -82,20 +81,6 @@ def lesson_steps(lesson: Lesson | str, parent: str = "") -> list[str]:
         lesson = parse_lesson(lesson)
     homes = [h for h in lesson.homes if h.rsplit(" ", 1)[0] != parent.lower()] if lesson else []
     return [f"go to {h}" for h in homes]
-
-
-def lesson_from_evidence(otype: str, room: Sequence[str], found: dict[str, int],
-                         missed: dict[str, int] | None = None, keep: int = 2) -> Lesson | None:
-    """A lesson from what episodes saw: ``found[r]`` times the type lay on r,
-    ``missed[r]`` times r was looked into and did not hold it. Homes are the
-    receptacles that held it, most finds first, then fewest misses, then by
-    name; at most ``keep``. None when the type was never found."""
-    missed = missed or {}
-    held = [r for r, n in found.items() if n > 0]
-    if not held:
-        return None
-    homes = sorted(held, key=lambda r: (-found[r], missed.get(r, 0), r))[:keep]
-    return Lesson(otype, tuple(sorted(room)), tuple(homes))
 
 
 # The object a goal names, in ALFWorld's task sentences ("put a hot apple in

@@ -13,8 +13,7 @@ from crl_jax.envs.alfworld_data import GameRecord
 from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert
 from crl_jax.envs.alfworld_households import (HOME_WEIGHTS, HouseholdSplit, household_game,
                                               household_games, households, make_household)
-from crl_jax.envs.alfworld_lessons import (Lesson, lesson_from_evidence, lesson_steps,
-                                           parse_lesson, true_lesson)
+from crl_jax.envs.alfworld_lessons import Lesson, lesson_steps, parse_lesson, true_lesson
 from crl_jax.envs.alfworld_pddl import parse_problem
 from crl_jax.envs.registry import make_env, make_expert
 from crl_jax.training.warmstart import play_expert
@@ -98,15 +97,6 @@ def test_lesson_round_trip_and_steps():
     assert lesson_steps(lesson, parent="CounterTop") == ["go to cabinet 1"]
     assert parse_lesson("put a mug in cabinet: go to countertop 2 > take mug 1") is None
     assert lesson_steps("not a lesson") == []
-
-
-def test_lesson_from_evidence_ranks_finds_then_misses():
-    lesson = lesson_from_evidence("apple", ["fridge 1", "countertop 1", "drawer 1"],
-                                  {"fridge 1": 2, "countertop 1": 2, "drawer 1": 0},
-                                  {"countertop 1": 3})
-    assert lesson.homes == ("fridge 1", "countertop 1")
-    assert lesson.room == ("countertop 1", "drawer 1", "fridge 1")
-    assert lesson_from_evidence("apple", ["fridge 1"], {"fridge 1": 0}) is None
 
 
 def test_informed_expert_with_the_true_homes_beats_searching():
