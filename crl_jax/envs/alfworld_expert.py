@@ -35,7 +35,7 @@ _SEE = re.compile(r"you see (.*)\.$")
 _ARRIVE = re.compile(r"^You arrive at (.+?)\. ")
 _OPEN = re.compile(r"^You open the (.+?)\. ")
 _EXAMINE = re.compile(r"^(?:On the (.+?), you see|The (.+?) is open\. In it, you see)")
-_PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")
+PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")  # (object, receptacle)
 _MOVE = re.compile(r"^You move the (.+?) to the (.+?)\.$")
 _TRANSFORMED = re.compile(r"^You (heat|cool|clean) the (.+?) using the (.+?)\.$")
 # A plan step that names a place: (the step's head, the receptacle).
@@ -130,7 +130,7 @@ class AlfredExpert:
             rec = m.group(1) or m.group(2)
             self.visited.add(rec)
             self.seen[rec] = parse_seen(feedback)
-        elif (m := _PICK.match(feedback)):
+        elif (m := PICK.match(feedback)):
             self.holding = m.group(1)
             self.seen.get(m.group(2), []).count(m.group(1)) and self.seen[m.group(2)].remove(m.group(1))
         elif (m := _MOVE.match(feedback)):

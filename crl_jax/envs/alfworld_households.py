@@ -22,6 +22,7 @@ within a household set (``households``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 from collections.abc import Iterable, Sequence
 
@@ -233,18 +234,8 @@ class HouseholdSplit:
     seed: int = 0
 
     def members(self) -> tuple[Household, ...]:
-        told_apart = households(self.pool + self.unseen, self.room_size, start=self.seed * 1000)
-        taken = {h.signature for h in told_apart}
-        warm, index = [], max(h.index for h in told_apart) + 1 if told_apart else self.seed * 1000
-        while len(warm) < self.households - self.pool:
-            h = make_household(index, self.room_size)
-            if h.signature not in taken:
-                warm.append(h)
-            index += 1
-            if index > self.seed * 1000 + 100 * self.households + 10_000:
-                raise ValueError(f"{self.room_size} rooms have no receptacle list left for "
-                                 "the warm start's households")
-        return (*told_apart[:self.pool], *warm, *told_apart[self.pool:])
+        """Pool, warm start's, unseen; built once per split (the split is frozen)."""
+        return _split_members(self)
 
     def games(self, split: str, n: int) -> tuple[GameRecord, ...]:
         members = self.members()
@@ -263,6 +254,22 @@ class HouseholdSplit:
     def in_pool(self, train_index: int) -> bool:
         """Whether training game ``train_index`` is of an RL pool household."""
         return train_index % self.households < self.pool
+
+
+@functools.lru_cache(maxsize=16)
+def _split_members(split: HouseholdSplit) -> tuple[Household, ...]:
+    told_apart = households(split.pool + split.unseen, split.room_size, start=split.seed * 1000)
+    taken = {h.signature for h in told_apart}
+    warm, index = [], max(h.index for h in told_apart) + 1 if told_apart else split.seed * 1000
+    while len(warm) < split.households - split.pool:
+        h = make_household(index, split.room_size)
+        if h.signature not in taken:
+            warm.append(h)
+        index += 1
+        if index > split.seed * 1000 + 100 * split.households + 10_000:
+            raise ValueError(f"{split.room_size} rooms have no receptacle list left for "
+                             "the warm start's households")
+    return (*told_apart[:split.pool], *warm, *told_apart[split.pool:])
 
 
 def household_index(game_id: str) -> int:

@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 
 from crl_jax.envs.alfworld_data import GameRecord
+from crl_jax.envs.alfworld_households import household_index
 from crl_jax.envs.alfworld_pddl import parse_problem
 
 LEVELS = ("instance", "type")
@@ -47,10 +48,9 @@ def receptacle_kind(name: str) -> str:
 def floorplan_of(record: GameRecord) -> str:
     """The scene number ALFRED's task folder ends with ("...-DeskLamp-323" -> "323");
     a generated game's household ("generated/.../household_7/seed_3" -> "household_7")."""
+    if "/household_" in record.id:
+        return f"household_{household_index(record.id)}"
     parts = record.id.split("/")
-    for part in parts:
-        if part.startswith("household_"):
-            return part
     folder = parts[-2] if len(parts) >= 2 else record.id
     return folder.rsplit("-", 1)[-1]
 

@@ -236,7 +236,8 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
                                cfg.experience.trajectory_obs_chars)
     engine = RolloutEngine(sampler, tok, cfg.rollout, cfg.experience.bank.retrieval_key)
     return Run(cfg=cfg, out_dir=out_dir, engine=engine, train_sources=train_sources,
-               eval_sources=eval_sources, unseen_sources=unseen_sources, rl_sources=rl_sources, demos=demos, oracle=oracle,
+               eval_sources=eval_sources, unseen_sources=unseen_sources, rl_sources=rl_sources,
+               demos=demos, oracle=oracle,
                tokenizer=tok, ext_tokenizer=ext_tok, actor=actor, extractor=extractor, agent=agent,
                sampler=sampler, train_envs=train_envs, manager=manager, warm_start_losses=losses,
                timings=timings, entry_tracker=tracker)

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import re
 
+from crl_jax.envs.alfworld_lessons import lesson_key
+
+# lesson_key's form, read back: "apple (room: cabinet 1, ...)"
 _QUERY = re.compile(r"^(?P<otype>[a-z]*) \(room: (?P<room>.*)\)$")
 
 
@@ -33,7 +36,7 @@ class ForeignRooms:
         others = [h for h in order if ", ".join(h.signature) != room]
         same_type = [h for h in others if otype in {t.lower() for t in h.goal_types}]
         chosen = (same_type or others)[0]
-        return f"{otype} (room: {', '.join(chosen.signature)})"
+        return lesson_key(otype, ", ".join(chosen.signature))
 
 
 def lesson_accuracy(entries, split) -> dict[str, float]:

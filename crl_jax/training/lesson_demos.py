@@ -27,16 +27,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from crl_jax.envs.alfworld_expert import AlfWorldEnvExpert, kind_of
+from crl_jax.envs.alfworld_expert import PICK, AlfWorldEnvExpert, kind_of
 from crl_jax.envs.alfworld_households import household_index
 from crl_jax.envs.alfworld_lessons import Lesson, lesson_steps, room_line, room_of, true_lesson
 from crl_jax.rl.batch import Sample
 from crl_jax.training.warmstart import Demo, demo_extractor_prompt, extractor_response, play_expert
 
 LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap")
-# Sources whose line the expert ignores (guided_demos' contrast pairs them).
-FOREIGN_LESSON_SOURCES = ("lessonpeer", "lessonswap")
-_PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")
 
 
 class LessonBook:
@@ -100,7 +97,7 @@ def trajectory_lesson(demo: Demo, keep: int = 2) -> str | None:
     goal_type = _goal_type(demo)
     found: list[str] = []
     for obs in demo.observations[1:]:
-        m = _PICK.match(obs.strip())
+        m = PICK.match(obs.strip())
         if m and kind_of(m.group(1)) == goal_type and m.group(2) not in found:
             found.append(m.group(2))
     if not found:
@@ -113,7 +110,7 @@ def _goal_type(demo: Demo) -> str:
     first object the demonstration takes whose type the goal names."""
     words = set(re.findall(r"[a-z]+", demo.goal.lower()))
     for obs in demo.observations[1:]:
-        m = _PICK.match(obs.strip())
+        m = PICK.match(obs.strip())
         if m and kind_of(m.group(1)) in words:
             return kind_of(m.group(1))
     return ""

@@ -24,17 +24,16 @@ Full budget only (the quick budget's hour has no room for its runs).
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
 from crl_jax.training.run_summary import series
-from experiments.figures import common, plots
+from experiments.figures import common
 from experiments.figures.ablation import Variant, variant_arms
 from experiments.figures.fig6_success import BASE, COMP
-from experiments.figures.script import figure_main, fmt, report
-from experiments.studies.oracle_ladder import groups_arms, preset_figure
+from experiments.figures.script import figure_main, fmt
+from experiments.studies.oracle_ladder import groups_arms, groups_figure
 
 PRESET = "alfworld_households_cpu"
 NAME = "households"
@@ -105,18 +104,9 @@ def held_out_table(budget: str, root: str, notes: list) -> dict:
 
 
 def make(root: str, budget: str, out_dir: str) -> list[dict]:
-    if budget == "quick":
-        return []
-    notes, panels, tables, every = [], [], [], []
-    for variants, title in GROUPS:
-        p, t, a = preset_figure(PRESET, budget, root, out_dir, notes, variants, title)
-        panels += p
-        tables.append(t)
-        every += a
-    tables.append(held_out_table(budget, root, notes))
-    plots.plot_curves(os.path.join(out_dir, NAME), f"{HEADING} ({PRESET}; mean over seeds, "
-                      "band min..max)", panels)
-    return [report(NAME, HEADING, out_dir, tables, notes, {}, every, root)]
+    return groups_figure(NAME, HEADING, f"{HEADING} ({PRESET}; mean over seeds, band min..max)",
+                         PRESET, budget, root, out_dir, GROUPS,
+                         lambda notes: [held_out_table(budget, root, notes)])
 
 
 if __name__ == "__main__":

@@ -183,10 +183,11 @@ def groups_arms(preset: str, budget: str, *groups) -> list:
 
 
 def groups_figure(name: str, heading: str, plot_title: str, preset: str, budget: str, root: str,
-                  out_dir: str, groups) -> list[dict]:
+                  out_dir: str, groups, more_tables=None) -> list[dict]:
     """One table (and three panels) per ``(variants, title)`` group of
-    ``preset``, each set against the last variant of its own group (GRPO);
-    nothing at the quick budget."""
+    ``preset``, each set against the last variant of its own group (GRPO),
+    then the tables ``more_tables(notes)`` returns, if given; nothing at the
+    quick budget."""
     if budget == "quick":
         return []
     notes, panels, tables, every = [], [], [], []
@@ -195,6 +196,8 @@ def groups_figure(name: str, heading: str, plot_title: str, preset: str, budget:
         panels += p
         tables.append(t)
         every += a
+    if more_tables is not None:
+        tables += more_tables(notes)
     plots.plot_curves(os.path.join(out_dir, name), plot_title, panels)
     return [report(name, heading, out_dir, tables, notes, {}, every, root)]
 
