@@ -33,9 +33,11 @@ from experiments.figures.script import figure_main
 PRESET = "alfworld_cpu"
 NO_COUNT = "Comp. RL, lambda = 0 (similarity only)"
 BY_TITLE = "Comp. RL, found by title (floor 0.95)"
+BY_RANK = "Comp. RL, Eq. 6 scored by rank (released)"
 VARIANTS = (Variant(OURS), Variant(NO_COUNT, extra=("experience.bank.diversity_lambda=0.0",)),
             Variant(BY_TITLE, extra=("experience.bank.retrieval_key=title",
                                      "experience.bank.min_similarity=0.95")),
+            Variant(BY_RANK, extra=("experience.bank.diversity_score=rank",)),
             Variant(BASE, "none"))
 ENTRY_FINALS = (*FINALS, WHOLE_RUN, ("train/success_guided", 5, "guided success"),
                 ("train/success_free", 5, "free success"),
