@@ -40,6 +40,7 @@ import tyro  # noqa: E402
 
 from crl_jax.training import config_io  # noqa: E402
 from crl_jax.training.config import RunConfig  # noqa: E402
+from crl_jax.training import run_dir  # noqa: E402
 from crl_jax.training.run_dir import CONFIG_FILENAME, RunDirError, prepare_run_dir  # noqa: E402
 from experiments.configs import PRESETS  # noqa: E402
 
@@ -67,6 +68,10 @@ class Command:
     """With --resume of a run that saved no checkpoint yet: train it again from
     step 0, continuing any warm-start progress it saved (without this flag
     that is an error: nothing would be resumed)."""
+    preflight: bool = False
+    """Check the configuration against this machine and exit: the checkpoints,
+    the environments' data and each role's devices (crl_jax/training/preflight.py);
+    status 0 when ready, else 2 with every problem. Every run does it first."""
     print_config: bool = False
     """Print the resolved configuration, one key a line, and exit."""
     dry_run: bool = False
@@ -160,16 +165,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if command.dry_run:
         return _dry_run(cfg, command.devices, command.device)
+    distributed = command.distributed or "JAX_NUM_PROCESSES" in os.environ
+    # Before the run directory and the models: devices only once a job has
+    # joined (JAX must not start before jax.distributed.initialize).
+    status = _preflight(cfg, with_devices=not distributed, alone=command.preflight)
+    if status is not None:
+        return status
     share = None
-    if command.distributed or "JAX_NUM_PROCESSES" in os.environ:
+    if distributed:
         from crl_jax.training import processes
 
-        share = processes.initialize_from_environment()
+        try:
+            share = processes.initialize_from_environment()
+        except processes.NoClusterError as err:
+            return _fail(str(err))
         problem = processes.unsupported(cfg) if share.count > 1 else None
         if problem:
             return _fail(f"with {share.count} processes: {problem}")
-    error = None
+        status = _preflight(cfg, with_devices=True, alone=command.preflight, only_devices=True)
+        if status is not None:
+            return status
+    error, before = None, None
     if share is None or share.is_main:  # process 0 makes the run directory, the others wait
+        before = None if command.resume else run_dir.entries(out_dir)
         try:
             prepare_run_dir(cfg, out_dir, resume=command.resume,
                             accept_changed_config=command.accept_changed_config,
@@ -184,7 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     from crl_jax.training.loop import run_training
 
     setup_logging(out_dir)
-    history = run_training(cfg, out_dir, resume=command.resume)
+    try:
+        history = run_training(cfg, out_dir, resume=command.resume)
+    except BaseException:
+        if (share is None or share.is_main) and not command.resume \
+                and run_dir.discard_untrained(out_dir, before):
+            print(f"the run stopped before it trained anything: {out_dir} is as it was, so the "
+                  "same command can run again", file=sys.stderr)
+        raise
     if share is not None and not share.is_main:
         return 0
     from crl_jax.training.metrics import METRICS_FILENAME, read_metrics
@@ -196,6 +221,32 @@ def main(argv: list[str] | None = None) -> int:
     summary = {k: v for k, v in final.items() if k.startswith(("eval", "train/success"))}
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
+
+
+def _preflight(cfg: RunConfig, with_devices: bool, alone: bool,
+               only_devices: bool = False) -> int | None:
+    """The preflight's exit status: 2 with its problems, 0 when --preflight
+    ran it alone and found none, None to go on."""
+    from crl_jax.training import preflight
+
+    count = None
+    if with_devices:
+        import jax
+        count = jax.device_count()
+    found = (preflight.device_problems(cfg, count) if only_devices
+             else preflight.problems(cfg, count))
+    if found:
+        print(preflight.report(found), file=sys.stderr)
+        if any(".checkpoint=" in line or "embedder=" in line for line in found):
+            from experiments.configs._common import CHECKPOINTS
+            print(f"(the paper presets read checkpoints under $CRL_CHECKPOINTS, now {CHECKPOINTS})",
+                  file=sys.stderr)
+        return 2
+    if alone and with_devices:
+        print(f"preflight: {cfg.name} is ready to run here ({count} device"
+              f"{'s' if count != 1 else ''})")
+        return 0
+    return None
 
 
 def _dry_run(cfg: RunConfig, devices: int, device: str) -> int:

@@ -8,6 +8,7 @@ crl_jax/training/config_io.py.
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from typing import Literal
 
@@ -25,6 +26,7 @@ from kernels.policy_losses import PolicyLossConfig
 
 AdvantageMode = Literal["split", "mixed", "grpo"]
 ADVANTAGE_MODES = typing.get_args(AdvantageMode)
+DEVICES_SPEC = re.compile(r"^(all|(first|last):[1-9]\d*)$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +68,18 @@ class ModelSpec:
     """Mesh axis sizes: fully sharded data parallel (-1 = the remaining devices)."""
     mesh_tp: int = 1
     """Mesh axis sizes: tensor parallel."""
-    devices: str = "all"  # "all", or "first:N" / "last:N" to give roles their own devices
+    devices: str = "all"
+    """The role's devices: all, or first:N / last:N to give each role its own."""
+
+    def __post_init__(self):
+        from models.config import DTYPE_NAMES, FAMILIES
+        for key in ("dtype", "param_dtype"):
+            if getattr(self, key) not in DTYPE_NAMES:
+                raise ValueError(f"{key}={getattr(self, key)!r}; valid: {', '.join(DTYPE_NAMES)}")
+        if not DEVICES_SPEC.match(self.devices):
+            raise ValueError(f"devices={self.devices!r}; valid: all, first:N, last:N (N >= 1)")
+        if self.family not in FAMILIES:
+            raise ValueError(f"family={self.family!r}; valid: {', '.join(FAMILIES)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,6 +324,7 @@ class RunConfig:
         if self.train.pool_disjoint and not (self.train.task_pool or self.env.pool_households):
             raise ValueError("train.pool_disjoint needs a train.task_pool (or "
                              "env.pool_households) to keep apart")
+        self.env.check_splits()
         self.env.check_households(self.train.task_pool)
         from crl_jax.training.guided_demos import parse_mix
         mix = parse_mix(self.warm_start.guided_source)

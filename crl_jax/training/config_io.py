@@ -24,6 +24,7 @@ import io
 import json
 import pkgutil
 import re
+import sys
 import typing
 from typing import Any, Mapping, Sequence, TypeVar
 
@@ -367,7 +368,6 @@ def preset_from_argv(argv: Sequence[str], default: str, presets: PresetCatalog) 
     """The --config=NAME of a command line (``default`` without one); a
     one-paragraph error and exit status 2 for a name not in ``presets``."""
     import argparse
-    import sys
 
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config", default=default)
@@ -385,12 +385,15 @@ def parse_preset_command(cls: type[ConfigT], argv: Sequence[str], default_preset
     (the RunConfig, its keys given as --section.key=value) and a ``config``
     field (the preset, a name in ``presets``), plus the script's own options. ``base(cfg, argv)``
     may replace the preset's configuration before the keys apply (run.py's
-    --resume starts from the saved run's). tyro prints errors and exits 2."""
+    --resume starts from the saved run's). Errors are printed, exit status 2."""
     from crl_jax.training.config import RunConfig
 
     name = preset_from_argv(argv, default_preset, presets)
-    cfg = presets.load(name)
-    if base is not None:
-        cfg = base(cfg, argv)
-    return tyro.cli(cls, default=cls(cfg=cfg, config=name), args=normalize_args(RunConfig, argv),
-                    description=description, use_underscores=True)
+    cfg = presets.load(name) if base is None else base(presets.load(name), argv)
+    try:
+        return tyro.cli(cls, default=cls(cfg=cfg, config=name),
+                        args=normalize_args(RunConfig, argv), description=description,
+                        use_underscores=True)
+    except (TypeError, ValueError) as err:  # checks across sections: one line, no traceback
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -6,6 +6,13 @@ from __future__ import annotations
 import dataclasses
 
 
+# ALFWorld: the real pack's splits and the generated games; the other
+# environments draw seeds, "eval" (or an ALFWorld held-out name, which a
+# mixture shares) from 1e6, anything else from 0.
+ALFWORLD_SPLITS = ("generated", "generated_eval", "train", "valid_seen", "valid_unseen")
+SEED_SPLITS = ("train", "eval", "generated", "generated_eval", "valid_seen", "valid_unseen")
+
+
 @dataclasses.dataclass(frozen=True)
 class EnvSpec:
     names: tuple[str, ...] = ("alfworld",)  # several = a multi-task mixture
@@ -42,6 +49,15 @@ class EnvSpec:
     """How often an object of a household game lies at one of its homes
     (uniformly elsewhere otherwise; 0: no regularity). The default is
     calibrated on the real train pack (docs/FINDINGS.md, "Household regularity")."""
+
+    def check_splits(self) -> None:
+        """Both splits name games the environments have (a ValueError if not)."""
+        alfworld = any(n.startswith("alfworld") for n in self.names)
+        valid = ALFWORLD_SPLITS if alfworld else SEED_SPLITS
+        for key in ("train_split", "eval_split"):
+            if getattr(self, key) not in valid:
+                raise ValueError(f"env.{key}={getattr(self, key)!r}; valid"
+                                 f"{' with ALFWorld' if alfworld else ''}: {', '.join(valid)}")
 
     def check_households(self, task_pool: int) -> None:
         """The household settings make sense together (a ValueError if not)."""

@@ -35,6 +35,28 @@ ENV_PROCESS_ID = "JAX_PROCESS_ID"
 ENV_CPU_COLLECTIVES = "CRL_JAX_CPU_COLLECTIVES"  # "1": gloo collectives between CPU processes
 
 
+class NoClusterError(RuntimeError):
+    """--distributed was asked for, and this process is in no job."""
+
+
+# What JAX's cluster discovery reads (jax._src.clusters), for the message
+# when it finds nothing: scheduler or platform -> a variable it sets.
+CLUSTER_MARKERS = {"SLURM (srun)": "SLURM_JOB_ID", "Open MPI (mpirun)": "OMPI_MCA_orte_hnp_uri",
+                   "a TPU pod slice on GKE": "TPU_WORKER_HOSTNAMES",
+                   "Kubernetes (a JobSet)": "KUBERNETES_SERVICE_HOST"}
+
+
+def _no_cluster_message() -> str:
+    looked = ", ".join(f"{where}: ${var}" for where, var in CLUSTER_MARKERS.items())
+    return (f"--distributed: this process is in no multi-process job. Set "
+            f"{ENV_COORDINATOR} (host:port of process 0), {ENV_NUM_PROCESSES} and "
+            f"{ENV_PROCESS_ID} on every host, or start the command under a scheduler JAX "
+            f"discovers (looked for {looked}; a Cloud TPU VM's metadata server is asked on "
+            "TPU hosts). On one machine, --cpu_processes=N starts a CPU job; without "
+            "--distributed the run uses this host alone. BUILD.md \"Multi-host (GPU clusters, "
+            "TPU pods) and several processes\".")
+
+
 def initialize_from_environment() -> ProcessShare:
     """Joins the multi-process job this process was started in, if any: from
     JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID when set
@@ -46,10 +68,16 @@ def initialize_from_environment() -> ProcessShare:
     index = os.environ.get(ENV_PROCESS_ID)
     given = [address, count, index]
     if any(v is not None for v in given) and not all(v is not None for v in given):
-        raise ValueError(f"set all of {ENV_COORDINATOR}, {ENV_NUM_PROCESSES} and "
+        raise NoClusterError(f"set all of {ENV_COORDINATOR}, {ENV_NUM_PROCESSES} and "
                          f"{ENV_PROCESS_ID}, or none (cluster discovery); got {given}")
-    initialize_distributed(address, int(count) if count else None, int(index) if index else None,
-                           cpu=os.environ.get(ENV_CPU_COLLECTIVES) == "1")
+    try:
+        initialize_distributed(address, int(count) if count else None,
+                               int(index) if index else None,
+                               cpu=os.environ.get(ENV_CPU_COLLECTIVES) == "1")
+    except ValueError as err:  # JAX's discovery found no cluster: "coordinator_address ..."
+        if address is None and "coordinator_address" in str(err):
+            raise NoClusterError(_no_cluster_message()) from None
+        raise
     return ProcessShare.current()
 
 

@@ -3,6 +3,7 @@ continues with the configuration it started with (or says what changed)."""
 from __future__ import annotations
 
 import os
+import shutil
 
 from crl_jax.training import config_io
 from crl_jax.training.config import RunConfig
@@ -11,6 +12,9 @@ CONFIG_FILENAME = "config.json"
 # What makes a directory a run's: any of these (a figure sweep's run.log or
 # a warm-start record alone does not).
 RUN_FILES = (CONFIG_FILENAME, "metrics.jsonl", "checkpoints")
+# An unfinished warm start's progress, when the run has no warm-start cache
+# (crl_jax/training/warm_stage.py progress_dir).
+WARM_PROGRESS = "warm_start_progress"
 
 
 class RunDirError(ValueError):
@@ -22,6 +26,36 @@ def has_checkpoint(out_dir: str) -> bool:
     directory: Orbax renames a step's temporary directory when it is whole)."""
     ckpt = os.path.join(out_dir, "checkpoints")
     return os.path.isdir(ckpt) and any(name.isdigit() for name in os.listdir(ckpt))
+
+
+def trained(out_dir: str) -> bool:
+    """Whether the run in ``out_dir`` did work a retry would lose: a
+    checkpoint, a step's metrics, or warm-start progress."""
+    return (has_checkpoint(out_dir) or os.path.exists(os.path.join(out_dir, "metrics.jsonl"))
+            or os.path.isdir(os.path.join(out_dir, WARM_PROGRESS)))
+
+
+def entries(out_dir: str) -> frozenset | None:
+    """What ``out_dir`` holds before a new run starts there (None: it does not exist)."""
+    return frozenset(os.listdir(out_dir)) if os.path.isdir(out_dir) else None
+
+
+def discard_untrained(out_dir: str, before: frozenset | None) -> bool:
+    """After a new run failed: if it trained nothing, removes what it wrote
+    (the directory itself if it made it), so the same command, fixed, runs
+    again without flags; True if it did. A run that trained stays for --resume."""
+    if not os.path.isdir(out_dir) or trained(out_dir):
+        return False
+    if before is None:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        return True
+    for name in set(os.listdir(out_dir)) - before:
+        path = os.path.join(out_dir, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
+    return True
 
 
 def holds_a_run(out_dir: str) -> bool:

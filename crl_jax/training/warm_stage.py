@@ -19,6 +19,7 @@ from crl_jax.training.config import RunConfig
 from crl_jax.training.guided_demos import guided_demos
 from crl_jax.training.logs import progress_bar
 from crl_jax.training.lesson_demos import LessonBook, lesson_sft_samples
+from crl_jax.training.run_dir import WARM_PROGRESS
 from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap, household_split
 from crl_jax.training.warm_cache import WarmStartCache, load_params
 from models.distributed import host_value, sync_processes
@@ -34,7 +35,7 @@ def progress_dir(out_dir: str, cache: WarmStartCache | None, label: str = "") ->
     if cache:
         base = os.path.join(cache.root, "in_progress", cache.key)
     else:
-        base = os.path.join(out_dir, "warm_start_progress")
+        base = os.path.join(out_dir, WARM_PROGRESS)
     return os.path.join(base, label) if label else base
 
 

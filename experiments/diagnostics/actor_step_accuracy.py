@@ -5,7 +5,9 @@ experience line in every prompt: does the actor read it?
     python experiments/diagnostics/actor_step_accuracy.py --config=alfworld_cpu [--exp=own] [--games=48] [--section.key=value ...]
 
 --exp: none (no line), own (the game's own plan), peer (the plan of another
-game of the same task type), noisy:K (the own plan with K wrong steps), or
+game of the same task type), noisy:K (the own plan with K wrong steps),
+lesson (households only: the household's true lesson for the goal's type,
+against the informed expert that reads it, crl_jax/training/lesson_demos.py), or
 several of them separated by commas (--exp=none,own,peer: one warm start
 built or loaded, one table per line). In
 ALFWorld the reference is the informed expert following the game's own plan
@@ -26,7 +28,7 @@ import numpy as np
 
 from experiments.diagnostics.warm_start_probe import built_run, parse, write_report
 
-_EXP = re.compile(r"^(none|own|peer|noisy:([1-9]\d*))$")
+_EXP = re.compile(r"^(none|own|peer|lesson|noisy:([1-9]\d*))$")
 
 
 def line_maker(exp: str, demos, seed: int = 0):
@@ -41,6 +43,8 @@ def line_maker(exp: str, demos, seed: int = 0):
         by_type.setdefault(d.task_type, []).append(d)
 
     def line(d):
+        if m.group(1) == "lesson":  # the lesson demos carry their line
+            return d.experience
         if m.group(1) == "none":
             return None
         if m.group(1) == "peer":
@@ -72,6 +76,18 @@ def reference_demos(src, tasks, max_turns: int):
         env.close()
 
 
+def lesson_demos(src, demos, cfg, max_turns: int):
+    """The informed expert's games along each game's household lesson."""
+    from crl_jax.training.lesson_demos import LessonBook, lesson_demo
+    from crl_jax.training.tasks import household_split
+
+    split = household_split(cfg)
+    if split is None:
+        raise SystemExit("error: --exp=lesson needs a households preset (env.households > 0)")
+    book, rng = LessonBook(split), np.random.default_rng(0)
+    return [lesson_demo(d, "lesson", src.make, max_turns, book, rng) for d in demos]
+
+
 def main(argv=None) -> int:
     from crl_jax.diagnostics.step_accuracy import (env_verdict, expert_views, format_report,
                                                    step_accuracy)
@@ -82,7 +98,7 @@ def main(argv=None) -> int:
     command = parse(__doc__, argv)
     lines = command.exp.split(",")
     if not all(_EXP.match(e) for e in lines):
-        print(f"error: --exp={command.exp!r}: valid are none, own, peer, noisy:K, "
+        print(f"error: --exp={command.exp!r}: valid are none, own, peer, lesson, noisy:K, "
               f"or several of them separated by commas", file=sys.stderr)
         return 2
     with built_run(command.cfg, "step_accuracy_") as run:
@@ -104,8 +120,9 @@ def main(argv=None) -> int:
                 demos = reference_demos(src, src.tasks[:command.games], turns)
                 accepts = env_verdict(src.make)  # one environment for every line's states
                 for exp in lines:
-                    states = expert_views(demos, r.history, r.list_actions,
-                                          r.show_first_observation, line_maker(exp, demos))
+                    shown = lesson_demos(src, demos, run.cfg, turns) if exp == "lesson" else demos
+                    states = expert_views(shown, r.history, r.list_actions,
+                                          r.show_first_observation, line_maker(exp, shown))
                     stats = step_accuracy(states, propose, accepts=accepts)
                     print(f"\n{where} games of {src.env_name}, experience line: {exp} "
                           f"({sum(d.won for d in demos)}/{len(demos)} expert games won, "
