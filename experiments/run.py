@@ -161,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = dataclasses.replace(command.cfg, train=dataclasses.replace(command.cfg.train,
                                                                       out_dir=out_dir))
     if command.print_config:
-        print(config_io.format_config(cfg))
+        from crl_jax.training.config_notes import profile_keys, unused_keys
+        print(config_io.format_config(cfg, {**profile_keys(PRESETS, command.config, cfg),
+                                            **unused_keys(cfg)}))
         return 0
     if command.dry_run:
         return _dry_run(cfg, command.devices, command.device)

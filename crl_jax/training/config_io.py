@@ -352,11 +352,13 @@ def config_diff(old: Any, new: Any) -> list[str]:
     return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
-def format_config(cfg: Any) -> str:
-    """One ``key = value`` line per leaf, keys aligned."""
-    flat = flatten_config(cfg)
+def format_config(cfg: Any, notes: Mapping[str, str] | None = None) -> str:
+    """One ``key = value`` line per leaf, keys aligned, with ``# note`` after
+    the keys ``notes`` has (crl_jax/training/config_notes.py)."""
+    flat, notes = flatten_config(cfg), notes or {}
     width = max(map(len, flat), default=0)
-    return "\n".join(f"{k.ljust(width)} = {v!r}" for k, v in flat.items())
+    return "\n".join(f"{k.ljust(width)} = {v!r}" + (f"  # {notes[k]}" if k in notes else "")
+                     for k, v in flat.items())
 
 
 # --------------------------------------------------------------------------- #
