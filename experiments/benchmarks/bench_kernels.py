@@ -1,10 +1,12 @@
 """Benchmark of the loss kernels: time and peak memory of loss + gradient.
 
     .venv/bin/python experiments/benchmarks/bench_kernels.py --quick [--json out.json] [--dtype bfloat16]
+    .venv/bin/python experiments/benchmarks/bench_kernels.py --accelerator [--losses=ppo,cispo]
 
-For each shape (N tokens, hidden d, vocab V), in one process, each variant is
-jax.jit(value_and_grad) w.r.t. (hidden, unembedding) of a PPO-clip token-mean
-loss (split-GRPO, released config):
+For each shape (N tokens, hidden d, vocab V) and loss, in one process, each
+variant is jax.jit(value_and_grad) w.r.t. (hidden, unembedding) of the
+loss: ppo (the actor's PPO-clip, split-GRPO released config, token-mean) or
+cispo (the extractor's CISPO, released config):
   naive    full [N, V] logits -> log_softmax -> gather -> loss (plain autodiff)
   chunked  kernels.token_logprobs (chunked, recomputing custom VJP) -> loss
   fused    kernels.fused_policy_loss (one pass: loss and gradients per chunk)
@@ -35,17 +37,30 @@ from kernels import (PolicyLossConfig, fused_policy_loss, naive_token_logprobs,
 FLAGS = flags.FLAGS
 flags.DEFINE_bool("quick", False, "two small shapes (one with V=151936): under a minute on 2 cores")
 flags.DEFINE_string("json", None, "write all numbers to this JSON file")
-flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"], "dtype of hidden and unembedding")
+flags.DEFINE_enum("dtype", None, ["float32", "bfloat16"],
+                  "dtype of hidden and unembedding (default float32, bfloat16 with --accelerator)")
 flags.DEFINE_string("shapes", None, "override shapes: 'N,d,V[,chunk];N,d,V[,chunk]'")
 flags.DEFINE_integer("repeats", None, "timed calls per variant (default 2 quick, 5 full)")
 flags.DEFINE_list("variants", ["naive", "chunked", "fused", "floor"], "variants to run")
+flags.DEFINE_bool("accelerator", False, "the paper models' head shapes (d=3584 V=152064, "
+                  "d=2560 V=151936; N = 4k, 16k, 32k): GPU or TPU only, skipped on CPU with "
+                  "the reason")
+flags.DEFINE_list("losses", ["ppo"], "losses to run: ppo (actor), cispo (extractor)")
 
 SEQ_LEN = 16  # tokens per sequence; N must be a multiple
 # (N, d, V, chunk_size). Chunks are smaller than on an accelerator: on CPU a
 # chunk of a few hundred rows already runs the matmul at full speed.
 QUICK_SHAPES = [(2048, 128, 8192, 256), (512, 64, 151936, 128)]
 FULL_SHAPES = QUICK_SHAPES + [(4096, 256, 32768, 512), (1024, 256, 151936, 256)]
-# A paper-like accelerator shape (Qwen2.5-7B head): --shapes=16384,3584,151936,1024
+# The paper models' output heads (Qwen2.5-7B actor, Qwen3-4B extractor) at
+# 4k to 32k tokens a micro-batch, in bfloat16 (--accelerator).
+ACCELERATOR_SHAPES = [(n, d, v, 1024) for d, v in ((3584, 152064), (2560, 151936))
+                      for n in (4096, 16384, 32768)]
+# A CPU process would need the naive variant's [N, V] float32 logits several
+# times over: tens of GB at these sizes, and hours of matmul.
+CPU_LIMIT_LOGITS = 1 << 28
+LOSSES = {"ppo": lambda: PolicyLossConfig.split_grpo_released(aggregation="token-mean"),
+          "cispo": PolicyLossConfig.cispo_released}
 
 
 def _parse_shapes(text):
@@ -138,15 +153,15 @@ def _ratio(a, b):
     return None if a is None or b is None or b == 0 else a / b
 
 
-def run_shape(n, d, v, chunk, dtype, repeats, variants):
-    cfg = PolicyLossConfig.split_grpo_released(aggregation="token-mean")
+def run_shape(n, d, v, chunk, dtype, repeats, variants, loss="ppo"):
+    cfg = LOSSES[loss]()
     args = _inputs(n, d, v, dtype)
     results = measure_all(variants, cfg, chunk, args, repeats)
     flops = 6.0 * n * d * v  # the three matmuls of forward + backward
     for res in results.values():
         res["matmul_gflops_per_s"] = flops / res["time_s"] / 1e9
     row = {"N": n, "d": d, "V": v, "chunk_size": chunk, "dtype": str(np.dtype(dtype)),
-           "variants": results, "ratios": {}}
+           "loss": loss, "variants": results, "ratios": {}}
     for name in ("fused", "chunked"):
         if name not in results:
             continue
@@ -169,7 +184,8 @@ def _fmt(x):
 
 
 def print_row(row):
-    print(f"\nN={row['N']} d={row['d']} V={row['V']} chunk={row['chunk_size']} {row['dtype']}")
+    print(f"\n{row['loss']}: N={row['N']} d={row['d']} V={row['V']} chunk={row['chunk_size']} "
+          f"{row['dtype']}")
     print(f"  {'variant':8s} {'time ms':>9s} {'peak MiB':>9s} {'temp MiB':>9s} {'GFLOP/s':>8s}")
     for name, res in row["variants"].items():
         print(f"  {name:8s} {res['time_s'] * 1e3:9.1f} {_mib(res['peak_bytes'])} "
@@ -181,11 +197,23 @@ def print_row(row):
               f"{row['fused_minus_naive_loss']:.3g}")
 
 
+def skipped_on_cpu(n, v) -> str | None:
+    """Why a shape does not run on this backend (None: it runs)."""
+    if jax.default_backend() != "cpu" or n * v <= CPU_LIMIT_LOGITS:
+        return None
+    return (f"skipped on CPU: the naive variant's N x V = {n} x {v} float32 logits alone are "
+            f"{n * v * 4 / 2**30:.0f} GiB; run it on a GPU or TPU")
+
+
 def main(argv):
     del argv
-    dtype = jnp.bfloat16 if FLAGS.dtype == "bfloat16" else jnp.float32
-    shapes = (_parse_shapes(FLAGS.shapes) if FLAGS.shapes
-              else QUICK_SHAPES if FLAGS.quick else FULL_SHAPES)
+    bad = sorted(set(FLAGS.losses) - set(LOSSES))
+    if bad:
+        raise app.UsageError(f"--losses: unknown {bad}; valid: {', '.join(LOSSES)}")
+    dtype_name = FLAGS.dtype or ("bfloat16" if FLAGS.accelerator else "float32")
+    dtype = jnp.bfloat16 if dtype_name == "bfloat16" else jnp.float32
+    shapes = (_parse_shapes(FLAGS.shapes) if FLAGS.shapes else ACCELERATOR_SHAPES
+              if FLAGS.accelerator else QUICK_SHAPES if FLAGS.quick else FULL_SHAPES)
     repeats = FLAGS.repeats or (2 if FLAGS.quick else 5)
     device = jax.devices()[0]
     load_before = os.getloadavg()[0]  # a busy machine's ratios are not a result
@@ -194,9 +222,14 @@ def main(argv):
           f"devices={jax.device_count()} jax={jax.__version__} repeats={repeats}")
     started = time.perf_counter()
     rows = []
-    for n, d, v, chunk in shapes:
-        rows.append(run_shape(n, d, v, chunk, dtype, repeats, FLAGS.variants))
-        print_row(rows[-1])
+    for loss in FLAGS.losses:
+        for n, d, v, chunk in shapes:
+            why = skipped_on_cpu(n, v)
+            if why:
+                print(f"\n{loss}: N={n} d={d} V={v}: {why}")
+                continue
+            rows.append(run_shape(n, d, v, chunk, dtype, repeats, FLAGS.variants, loss))
+            print_row(rows[-1])
     print(f"\ntotal {time.perf_counter() - started:.1f} s")
     if FLAGS.json:
         report = {"load_average_before": load_before, "backend": jax.default_backend(), "device_kind": device.device_kind,

@@ -42,7 +42,8 @@ def render_kernels(report: dict) -> list[str]:
         naive, floor = ratios.get("fused/naive", {}), ratios.get("fused/floor", {})
         peaks = ", ".join(f"{var[n]['peak_bytes'] / 2**20:.0f}" if var.get(n, {}).get("peak_bytes")
                           else "n/a" for n in ("naive", "fused"))
-        lines.append(f"| {row['N']}, {row['d']}, {row['V']} | {row['dtype']} | "
+        loss = "" if row.get("loss", "ppo") == "ppo" else f" ({row['loss']})"
+        lines.append(f"| {row['N']}, {row['d']}, {row['V']}{loss} | {row['dtype']} | "
                      f"{_cell(naive.get('time'))} | {_cell(naive.get('peak_memory'))} | "
                      f"{_cell(floor.get('time'))} | {peaks} |")
     return lines
