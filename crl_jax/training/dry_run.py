@@ -97,6 +97,7 @@ class RoleMemory:
     kv_cache_sharded: bool
     micro_batch: tuple[int, int]  # (sequences, tokens each)
     rollout_batch: tuple[int, int]  # (sequences, cache slots)
+    device_ids: tuple[int, ...] = ()
 
     @property
     def total(self) -> int:
@@ -175,7 +176,8 @@ def estimate_role(role: str, cfg: DecoderConfig, optim, loss, devices, mesh_conf
         optimiser=tree_shard_bytes(learner.opt_state, opt_shardings),
         gradients=int(micro.output_size_in_bytes), activations=int(micro.temp_size_in_bytes),
         update=int(update.temp_size_in_bytes), kv_cache=kv[0], kv_cache_sharded=kv[1],
-        micro_batch=(rows, width), rollout_batch=(rollout_rows, cache_slots))
+        micro_batch=(rows, width), rollout_batch=(rollout_rows, cache_slots),
+        device_ids=tuple(d.id for d in devices))
 
 
 def kv_cache_bytes(cfg: DecoderConfig, rows: int, slots: int, mesh) -> tuple[int, bool]:
@@ -249,4 +251,18 @@ def report(roles: list[RoleMemory], device: str) -> tuple[str, bool]:
                          f"the {split} data-parallel devices, so every device computes all "
                          f"of them; make {m.role}_optim.micro_batch a multiple of {split} "
                          f"or give the {m.role} fewer devices")
-    return "\n".join(lines), fits
+    shared = _shared_lines(roles, cap, device)
+    return "\n".join(lines + shared), fits and not any("DO NOT FIT" in x for x in shared)
+
+
+def _shared_lines(roles: list[RoleMemory], cap: float, device: str) -> list[str]:
+    """Roles on the same devices hold their memory together: the asynchronous
+    pipeline samples consolidations while the actor trains, so both peaks
+    may coincide (an upper bound; the synchronous one takes turns)."""
+    if len(roles) < 2 or not set(roles[0].device_ids) & set(roles[1].device_ids):
+        return []
+    both = roles[0].total + roles[1].total
+    n = len(set(roles[0].device_ids) & set(roles[1].device_ids))
+    return [f"  actor and extractor share {n} device{'s' if n != 1 else ''}: both peaks at once "
+            f"{both / 1e9:.2f} GB per device, {both / cap:.0%} of {device}: "
+            f"{'fit' if both <= cap else 'DO NOT FIT'}"]

@@ -93,3 +93,22 @@ def test_the_command_prints_a_verdict():
     assert out.returncode == 0, out.stderr[-2000:]
     assert "actor " in out.stdout and "verdict: fits on 2 x h100" in out.stdout
     assert "extractor " not in out.stdout  # mode none trains no extractor
+
+
+def _role(name, ids, gb):
+    """A role whose peak (training) is ``gb`` GB a device."""
+    return dry_run.RoleMemory(role=name, devices=len(ids), mesh={"fsdp": len(ids)}, num_params=1,
+                              parameters=0, optimiser=0, gradients=0, activations=int(gb * 1e9),
+                              update=0, kv_cache=0, kv_cache_sharded=True, micro_batch=(8, 8),
+                              rollout_batch=(8, 8), device_ids=tuple(ids))
+
+
+@pytest.mark.parametrize("actor_gb, extractor_gb, fits", [(50, 29, True), (50, 31, False)])
+def test_roles_on_the_same_devices_must_fit_together(actor_gb, extractor_gb, fits):
+    shared = [_role("actor", range(8), actor_gb), _role("extractor", range(8), extractor_gb)]
+    table, verdict = dry_run.report(shared, "h100")
+    assert verdict is fits
+    assert f"share 8 devices: both peaks at once {actor_gb + extractor_gb:.2f} GB" in table
+    apart = [_role("actor", range(4), actor_gb), _role("extractor", range(4, 8), extractor_gb)]
+    table, verdict = dry_run.report(apart, "h100")
+    assert verdict and "share" not in table  # each alone fits its own devices
