@@ -158,6 +158,10 @@ class _Room:
         self.choose = None
         # Object types a goal may name (households' goal menus); None: any.
         self.goal_types: frozenset | None = None
+        # Object type -> the receptacle types it usually lies in (households):
+        # no goal puts it there, so a lesson's first home is where to look
+        # first, never the receptacle the goal empties of it.
+        self.home_kinds: dict[str, frozenset] = {}
 
     def new_id(self, kind: str, suffix: str = "") -> str:
         while True:
@@ -218,7 +222,8 @@ def _choose_task(rng: random.Random, task_type: str, room: _Room):
         return (rng.choice(options), "DeskLamp") if options else None
     prop = _NEEDS.get(task_type, ("p", None))[0]
     pairs = [(o, r) for o in present for r in sorted(kinds)
-             if prop in OBJECTS[o] and "p" in OBJECTS[o] and o in CAN_CONTAIN[r].split()]
+             if prop in OBJECTS[o] and "p" in OBJECTS[o] and o in CAN_CONTAIN[r].split()
+             and r not in room.home_kinds.get(o, ())]
     return rng.choice(pairs) if pairs else None
 
 

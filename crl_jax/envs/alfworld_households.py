@@ -189,6 +189,8 @@ def _furnished(household: Household, rng: random.Random, home_rate: float) -> _R
 
     room.choose = choose
     room.goal_types = frozenset(household.goal_types)
+    kind = dict(household.receptacles)
+    room.home_kinds = {t: frozenset(kind[r] for r in ids) for t, ids in household.homes}
     return room
 
 

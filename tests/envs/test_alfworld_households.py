@@ -117,6 +117,27 @@ def test_informed_expert_with_the_true_homes_beats_searching():
     env.close()
 
 
+def test_no_goal_puts_its_object_where_it_usually_lies():
+    """A goal's receptacle is never of the kind of its object's homes (the
+    goal empties that receptacle kind of the object), so the lesson's first
+    home is always the first place to look: at home rate 1 the first home
+    holds the object in every game whose object went to its likeliest home."""
+    hs = households(16)
+    by_index = {h.index: h for h in hs}
+    games = household_games(hs, 400, seed=11, home_rate=1.0)
+    kinds_checked = 0
+    for g in games:
+        h = by_index[int(g.id.split("household_")[1].split("/")[0])]
+        kind = dict(h.receptacles)
+        homes = dict((t.lower(), ids) for t, ids in h.homes)[g.params["object_target"].lower()]
+        if g.params["parent_target"]:
+            kinds_checked += 1
+            assert g.params["parent_target"] not in {kind[r] for r in homes}, g.id
+        held = set(_holders(g, g.params["object_target"]))
+        assert held and held <= {r.lower() for r in homes}, g.id  # rate 1: all at a home
+    assert kinds_checked > 300
+
+
 def test_split_keeps_pool_eval_and_unseen_apart():
     split = HouseholdSplit(households=6, pool=2, unseen=2, home_rate=0.65)
     members = split.members()
