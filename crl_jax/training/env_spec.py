@@ -45,7 +45,7 @@ class EnvSpec:
     evaluation new games of theirs); the warm start demonstrates the others."""
     unseen_households: int = 0
     """Households no training touches, evaluated as eval_unseen_*."""
-    home_rate: float = 0.65
+    home_rate: float = 0.5
     """How often an object of a household game lies at one of its homes
     (uniformly elsewhere otherwise; 0: no regularity). The default is
     calibrated on the real train pack (docs/FINDINGS.md, "Household regularity")."""

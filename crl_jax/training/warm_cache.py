@@ -30,6 +30,7 @@ import jax
 import numpy as np
 import safetensors.numpy
 
+from crl_jax.envs.alfworld_households import GENERATION as HOUSEHOLDS_GENERATION
 from crl_jax.training.config import ModelSpec, RunConfig, WarmStartSpec
 from crl_jax.training.config_io import config_to_dict
 
@@ -66,8 +67,9 @@ class WarmStartInputs:
     # demonstrate. Hashed only where it differs from the preset's own
     # (inputs_key), so the keys of runs on the preset's pool stay as before.
     demo_pool_excluded: int = 0
-    # env.households, env.pool_households, env.home_rate: the games the warm
-    # start demonstrates (empty without households, and then not hashed).
+    # env.households, env.pool_households, env.home_rate and the households'
+    # GENERATION: the games the warm start demonstrates (empty without
+    # households, and then not hashed).
     households: tuple = ()
 
 
@@ -95,7 +97,8 @@ def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
         show_first_observation=r.show_first_observation,
         warm_start=dataclasses.replace(cfg.warm_start, cache_dir=""),
         demo_pool_excluded=_pool_excluded(cfg),
-        households=(e.households, e.pool_households, e.home_rate) if e.households else ())
+        households=((e.households, e.pool_households, e.home_rate, HOUSEHOLDS_GENERATION)
+                    if e.households else ()))
 
 
 def _pool_excluded(cfg: RunConfig) -> int:
@@ -153,7 +156,7 @@ def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
 # machinery checks a record against today's settings in the record's own
 # scheme, so a record stays current until a setting it was made with changes.
 _LEGACY_ADDED_LATER = {"env": {"seeded_clock": False, "households": 0, "pool_households": 0,
-                               "unseen_households": 0, "home_rate": 0.65},
+                               "unseen_households": 0, "home_rate": 0.5},
                        "warm_start": {"ask_fraction": 0.0, "split_digits": False}}
 for (_section, _name), _neutral in _ADDED_SINCE_SCHEME.items():  # added later than both schemes
     _LEGACY_ADDED_LATER.setdefault(_section, {})[_name] = _neutral

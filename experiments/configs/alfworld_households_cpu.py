@@ -1,7 +1,7 @@
 """ALFWorld households at CPU scale: experience that transfers between games.
 
 Games come from households (crl_jax/envs/alfworld_households.py): rooms whose
-objects lie at their homes at env.home_rate (0.65, calibrated on the real
+objects lie at their homes at env.home_rate (0.5, calibrated on the real
 train pack: docs/FINDINGS.md, "Household regularity"), so a lesson learnt
 in one game of a room ("mugs: countertop 2 > sinkbasin 1") helps the next
 game there, as a floorplan's lessons do in real ALFWorld.
@@ -14,7 +14,7 @@ game there, as a floorplan's lessons do in real ALFWorld.
   games of 8 households no training touches (eval_unseen_*).
 - Medium rooms (7-16 receptacles) and a 10-turn cap: on the pool's games
   the searching expert wins 0.57, the expert told the household's homes
-  0.83 and the expert told the game's own plan 0.99 (docs/FINDINGS.md,
+  0.83 and the expert told the game's own plan 0.98 (docs/FINDINGS.md,
   "Households: the experts at the turn cap"), so knowing where things
   usually lie pays, and a lesson is worth most of what a plan is.
 - The actor's guided demonstrations read lessons: the household's own for
@@ -43,7 +43,7 @@ def get_config():
                      list_actions="non_navigation", show_first_observation=True,
                      train_split="generated", eval_split="generated_eval", num_generated=2000,
                      num_eval_tasks=64, lenient_actions=True, room_size="medium", steps=20,
-                     households=40, pool_households=8, unseen_households=8, home_rate=0.65)
+                     households=40, pool_households=8, unseen_households=8, home_rate=0.5)
     cfg = tiny_rl(cfg, demos=1000, actor_steps=1200, eval_every=5, task_pool=0, sdae=True)
     bank = dataclasses.replace(cfg.experience.bank, retrieval_key="lesson", min_similarity=0.99,
                                merge_chunk=256)
