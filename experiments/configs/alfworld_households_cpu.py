@@ -17,11 +17,15 @@ game there, as a floorplan's lessons do in real ALFWorld.
   0.83 and the expert told the game's own plan 0.98 (docs/FINDINGS.md,
   "Households: the experts at the turn cap"), so knowing where things
   usually lie pays, and a lesson is worth most of what a plan is.
-- The actor's guided demonstrations read lessons: the household's own for
-  the goal's type (the informed expert looks there first, searching where
-  it is wrong), another household's and another type's (the expert ignores
-  them): crl_jax/training/lesson_demos.py. The extractor's warm start writes
-  the lesson a trajectory supports, won or lost.
+- The actor's guided demonstrations read the household's own lesson for
+  the goal's type, and the informed expert looks at its homes first,
+  searching where they are wrong (crl_jax/training/lesson_demos.py). No
+  demonstration shows a lesson to ignore (another household's, another
+  type's: warm_start.guided_source lessonpeer, lessonswap): the bank's floor
+  below never hands one over, and with them in the mix the tiny actor
+  learnt to ignore every line (docs/FINDINGS.md, "Households: an actor that
+  reads its lesson"). The extractor's warm start writes the lesson a
+  trajectory supports, won or lost.
 - The bank finds a lesson by its type and room (experience.bank.
   retrieval_key=lesson: the goal's object and the episode's room against
   each lesson's) with a floor of 0.99, so a guided episode reads the lesson
@@ -49,5 +53,5 @@ def get_config():
                                merge_chunk=256)
     return dataclasses.replace(
         cfg, warm_start=dataclasses.replace(
-            cfg.warm_start, guided_source="lesson:2,lessonpeer:1,lessonswap:1"),
+            cfg.warm_start, guided_source="lesson"),
         experience=dataclasses.replace(cfg.experience, merger="lessons", bank=bank))
