@@ -353,8 +353,7 @@ def config_diff(old: Any, new: Any) -> list[str]:
 
 
 def format_config(cfg: Any, notes: Mapping[str, str] | None = None) -> str:
-    """One ``key = value`` line per leaf, keys aligned, with ``# note`` after
-    the keys ``notes`` has (crl_jax/training/config_notes.py)."""
+    """``key = value`` a leaf, keys aligned, ``# note`` after those in ``notes``."""
     flat, notes = flatten_config(cfg), notes or {}
     width = max(map(len, flat), default=0)
     return "\n".join(f"{k.ljust(width)} = {v!r}" + (f"  # {notes[k]}" if k in notes else "")
@@ -383,11 +382,10 @@ def preset_from_argv(argv: Sequence[str], default: str, presets: PresetCatalog) 
 
 def parse_preset_command(cls: type[ConfigT], argv: Sequence[str], default_preset: str,
                          description: str, presets: PresetCatalog, base=None) -> ConfigT:
-    """A script's command line: ``cls`` is a dataclass with a ``cfg`` field
-    (the RunConfig, its keys given as --section.key=value) and a ``config``
-    field (the preset, a name in ``presets``), plus the script's own options. ``base(cfg, argv)``
-    may replace the preset's configuration before the keys apply (run.py's
-    --resume starts from the saved run's). Errors are printed, exit status 2."""
+    """A script's command line: ``cls`` is a dataclass with a ``cfg`` field (the
+    RunConfig, keys as --section.key=value), a ``config`` field (a preset of
+    ``presets``) and the script's own options. ``base(cfg, argv)`` may replace the
+    preset's config before the keys apply (--resume: the saved run's). Errors: exit 2."""
     from crl_jax.training.config import RunConfig
 
     name = preset_from_argv(argv, default_preset, presets)
