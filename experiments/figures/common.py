@@ -253,6 +253,9 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
                    if k not in BOOKKEEPING_KEYS and not unread(k, now) and then.get(k) != now.get(k)]
 
 
+HOUSEHOLD_KEYS = ("env.pool_households", "env.unseen_households", "env.home_rate")
+
+
 def unread(key: str, flat: dict) -> bool:
     """Whether a run with these settings never reads ``key``: an arm without
     experience (the baseline) reads no experience.* setting but the mode, so
@@ -260,7 +263,10 @@ def unread(key: str, flat: dict) -> bool:
     arm (no bank, no extractor) read whether the pipeline is synchronous,
     any experience.extractor_* setting, the bank's settings or the merge's;
     neither arm loads the extractor, so
-    neither reads its warm start's warm_start.extractor_missteps."""
+    neither reads its warm start's warm_start.extractor_missteps. A run
+    without households (env.households=0) reads none of their settings."""
+    if key in HOUSEHOLD_KEYS and not flat.get("env.households"):
+        return True
     mode = flat.get("experience.mode")
     if mode in ("none", "oracle") and key == f"warm_start.{EXTRACTOR_ONLY_WARM_START}":
         return True

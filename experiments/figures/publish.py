@@ -89,16 +89,22 @@ def kept_report(report: dict, out_dir: str, reason: str) -> dict:
             "tables": [], "notes": [], "ratios": {}, "seeds": [], "runs": [], "drawn": []}
 
 
-def publish(reports: list[dict], out_dir: str, redraw=False, log=print) -> list[dict]:
+def publish(reports: list[dict], out_dir: str, redraw=False, log=print,
+            empty_new: bool = True) -> list[dict]:
     """Moves each drafted figure (its report's png and json) into ``out_dir``
     with the runs it drew recorded in the JSON, unless the committed figure
     must stay (keep_reason; ``redraw`` overrides: True for every figure, or a
     collection of figure names, e.g. the ones whose runs were all made
-    again). Returns the reports as published: moved ones point into
-    ``out_dir``, kept ones are kept_report."""
+    again). ``empty_new=False`` leaves out a new figure with no run (the
+    committed document waits for its first). Returns the reports as
+    published: moved ones point into ``out_dir``, kept ones are kept_report."""
     os.makedirs(out_dir, exist_ok=True)
     out = []
     for rep in reports:
+        if not (empty_new or rep["drawn"]) and committed_runs(out_dir, rep["name"]) is None:
+            if log:  # an empty figure says nothing: it waits for its first run
+                log(f"{rep['name']}: no run to draw yet; not published")
+            continue
         forced = redraw is True or (not isinstance(redraw, bool) and rep["name"] in redraw)
         reason = None if forced else keep_reason(rep, out_dir)
         if reason:
@@ -125,13 +131,14 @@ def draft_dir(out_dir: str) -> str:
     return tempfile.mkdtemp(prefix=".draft-", dir=parent)
 
 
-def draw_and_publish(make, out_dir: str, redraw=False, log=print) -> list[dict]:
+def draw_and_publish(make, out_dir: str, redraw=False, log=print,
+                     empty_new: bool = True) -> list[dict]:
     """``make(draft_dir) -> reports`` draws every figure into a draft folder;
     then each is published into ``out_dir`` or left as committed (publish).
     The draft folder is removed whatever happens."""
     draft = draft_dir(out_dir)
     try:
-        return publish(make(draft), out_dir, redraw, log)
+        return publish(make(draft), out_dir, redraw, log, empty_new)
     finally:
         shutil.rmtree(draft, ignore_errors=True)
 

@@ -122,8 +122,10 @@ def draw_all(mods, root: str, budget: str, out_dir: str) -> list[dict]:
 
 
 def make_all(mods, root: str, budget: str, out_dir: str, redraw=False) -> list[dict]:
-    """Every figure of ``mods``, drawn and published into ``out_dir`` (publish.py)."""
-    return draw_and_publish(lambda draft: draw_all(mods, root, budget, draft), out_dir, redraw)
+    """Every figure of ``mods``, drawn and published into ``out_dir`` (publish.py);
+    at the full budget a new figure waits for its first run."""
+    return draw_and_publish(lambda draft: draw_all(mods, root, budget, draft), out_dir, redraw,
+                            empty_new=budget != "full")
 
 
 def main(argv):

@@ -29,6 +29,7 @@ import sys
 import numpy as np
 
 from crl_jax.training.run_summary import series
+from experiments.configs import load_preset
 from experiments.figures import common
 from experiments.figures.ablation import Variant, variant_arms
 from experiments.figures.fig6_success import BASE, COMP
@@ -58,7 +59,8 @@ TWELVE_TURNS = ("rollout.max_turns=12",)
 TWELVE = (Variant(f"{ORACLE}, 12 turns", "oracle", ("controls.oracle_source=lesson",
                                                     *TWELVE_TURNS)),
           Variant("GRPO, 12 turns", "none", TWELVE_TURNS))
-GROUPS = ((HOMES, "home rate 0.65"), (NONE, "no homes (home rate 0)"),
+GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
+          (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"))
 
 

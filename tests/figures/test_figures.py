@@ -264,6 +264,19 @@ def test_experience_settings_do_not_make_a_baseline_run_stale(tmp_path):
                                                "train.steps: 3 -> 20"]
 
 
+def test_household_settings_do_not_make_a_run_without_households_stale(tmp_path):
+    """env.home_rate (its default moved) is read only with env.households > 0."""
+    from crl_jax.training.config_io import apply_overrides, save_config_json
+    for preset, stale in (("alfworld_cpu", []),
+                          ("alfworld_households_cpu", ["env.home_rate: 0.65 -> 0.5"])):
+        arm = common.Arm("x", preset, ("experience.mode=comp_rl",), 0)
+        out = common.run_dir(arm, str(tmp_path))
+        os.makedirs(out)
+        old = apply_overrides(common.arm_config(arm), ["env.home_rate=0.65"])
+        save_config_json(old, os.path.join(out, "config.json"))
+        assert common.stale_settings(arm, out) == stale
+
+
 def test_extractor_settings_do_not_make_an_oracle_run_stale(tmp_path):
     """An oracle arm has no extractor: its answer cap is not read, while the
     guided share is; a Comp. RL arm is rerun for either."""

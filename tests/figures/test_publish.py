@@ -37,6 +37,17 @@ def test_a_new_figure_is_published_with_the_runs_it_drew(tmp_path):
     assert reps[0]["png"] == str(out / "fig.png") and not reps[0].get("kept")
 
 
+def test_a_new_figure_without_runs_waits_when_asked(tmp_path):
+    out = tmp_path / "out"
+    reps = publish.publish([draft_report(tmp_path, "empty", [], 0.0),
+                            draft_report(tmp_path, "fig", ["a"], 1.0)], str(out), log=None,
+                           empty_new=False)
+    assert [r["name"] for r in reps] == ["fig"]
+    assert sorted(os.listdir(out)) == ["fig.json", "fig.png"]
+    reps = publish.publish([draft_report(tmp_path, "empty", [], 0.0)], str(out), log=None)
+    assert [r["name"] for r in reps] == ["empty"]  # the default draws it: a document stays whole
+
+
 def test_a_drawing_missing_a_committed_run_keeps_the_committed_figure(tmp_path):
     out, said = tmp_path / "out", []
     publish.publish([draft_report(tmp_path, "fig", ["a", "b"], 1.0)], str(out), log=None)
