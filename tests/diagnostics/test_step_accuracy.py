@@ -113,3 +113,34 @@ def test_the_environment_judges_free_text_actions():
     by_list = step_accuracy(searches, lambda views: ["search[x]"] * len(views))["all"]
     by_env = step_accuracy(searches, lambda views: ["search[x]"] * len(views), accepts=accepts)["all"]
     assert by_list.accepted == 0 and by_env.accepted == by_env.states == len(searches)
+
+
+def test_the_lesson_line_is_the_households_true_lesson_and_its_expert_reads_it():
+    from crl_jax.envs.alfworld_households import household_index
+    from crl_jax.envs.alfworld_lessons import parse_lesson
+    from crl_jax.training.config_io import apply_overrides
+    from crl_jax.training.tasks import household_split, task_source
+    from experiments.configs import load_preset
+    from experiments.diagnostics.actor_step_accuracy import lesson_demos, line_maker
+
+    cfg = apply_overrides(load_preset("alfworld_households_cpu"), [
+        "env.households=6", "env.pool_households=2", "env.unseen_households=2",
+        "env.num_generated=12"])
+    split = household_split(cfg)
+    src = task_source("alfworld", "generated", 12, 0, 30, lenient_actions=True,
+                      households=split, room_size="medium")
+    demos = collect_demos(src.env_name, src.make, src.tasks[:6], 30, src.expert)
+    shown = lesson_demos(src, demos, cfg, 30)
+    members = {h.index: h for h in split.members()}
+    env = src.make()
+    line = line_maker("lesson", shown)
+    for d in shown:
+        record = env.games[d.task]
+        lesson = parse_lesson(line(d))
+        home = members[household_index(record.id)]
+        assert lesson.otype == record.params["object_target"].lower()
+        assert list(lesson.homes) == home.home_names(lesson.otype)
+        assert d.actions[0] == f"go to {lesson.homes[0]}"  # the expert walks to its first home
+    env.close()
+    with pytest.raises(SystemExit, match="households preset"):
+        lesson_demos(src, demos, load_preset("alfworld_cpu"), 30)
