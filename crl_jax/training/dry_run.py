@@ -251,18 +251,15 @@ def report(roles: list[RoleMemory], device: str) -> tuple[str, bool]:
                          f"the {split} data-parallel devices, so every device computes all "
                          f"of them; make {m.role}_optim.micro_batch a multiple of {split} "
                          f"or give the {m.role} fewer devices")
-    shared = _shared_lines(roles, cap, device)
-    return "\n".join(lines + shared), fits and not any("DO NOT FIT" in x for x in shared)
-
-
-def _shared_lines(roles: list[RoleMemory], cap: float, device: str) -> list[str]:
-    """Roles on the same devices hold their memory together: the asynchronous
-    pipeline samples consolidations while the actor trains, so both peaks
-    may coincide (an upper bound; the synchronous one takes turns)."""
-    if len(roles) < 2 or not set(roles[0].device_ids) & set(roles[1].device_ids):
-        return []
-    both = roles[0].total + roles[1].total
-    n = len(set(roles[0].device_ids) & set(roles[1].device_ids))
-    return [f"  actor and extractor share {n} device{'s' if n != 1 else ''}: both peaks at once "
-            f"{both / 1e9:.2f} GB per device, {both / cap:.0%} of {device}: "
-            f"{'fit' if both <= cap else 'DO NOT FIT'}"]
+    shared = set(roles[0].device_ids) & set(roles[1].device_ids) if len(roles) > 1 else set()
+    if shared:
+        # Roles on the same devices hold their memory together: the asynchronous
+        # pipeline samples consolidations while the actor trains, so both peaks
+        # may coincide (an upper bound; the synchronous one takes turns).
+        both = roles[0].total + roles[1].total
+        fits = fits and both <= cap
+        lines.append(f"  actor and extractor share {len(shared)} device"
+                     f"{'s' if len(shared) != 1 else ''}: both peaks at once "
+                     f"{both / 1e9:.2f} GB per device, {both / cap:.0%} of {device}: "
+                     f"{'fit' if both <= cap else 'DO NOT FIT'}")
+    return "\n".join(lines), fits
