@@ -26,6 +26,21 @@ from models.decoder import KVCache
 BATCH_AXIS = -4  # keys [..., B, heads, head_dim, slots], values [..., B, heads, slots, head_dim]
 
 
+def continued_cache_slots(max_prompt_tokens: int, max_new_tokens: int, prompt_bucket: int = 32,
+                          cache_bucket: int = 128, new_tokens_bucket: int = 32) -> int:
+    """Slots a row of a continued conversation's cache reaches (the
+    Sampler's default buckets). The cache grows only by packing, to the
+    fullest row's tokens + the turn's block + the answer's slots; a row's
+    tokens + its block are at most the conversation limit, so this is the
+    limit, one block's padding (``prompt_bucket``) and the answer, rounded
+    up. Rows whose new tokens in one turn differ by more than a bucket add
+    that difference (a long reply beside a short one)."""
+    def up(n, bucket):
+        return -(-n // bucket) * bucket
+    return up(max_prompt_tokens + prompt_bucket + up(max_new_tokens, new_tokens_bucket),
+              cache_bucket)
+
+
 def slot_use(valid: np.ndarray, rows: int, offset: int) -> float:
     """Real tokens / slots taken, over the first ``rows`` rows of a cache
     whose first ``offset`` slots are written (1.0: no padding)."""

@@ -81,6 +81,7 @@ class GenerationResult:
     prefilled: int = 0  # tokens this call wrote before decoding (pending ones included)
     cache_tokens: int = 0  # real tokens in the caller's rows of the cache after the call
     cache_slots: int = 0  # slots written in those rows (rows x first free slot)
+    slots: int = 0  # the cache's slots a row (written or free) after the call
 
 
 def _round_up(n: int, bucket: int) -> int:
@@ -323,7 +324,7 @@ class Sampler:
             next_pos, pending, rows)
         return GenerationResult(tokens[:rows], logprobs[:rows], reasons[:rows], state,
                                 cache_tokens=int(valid[:rows, :state.offset].sum()),
-                                cache_slots=rows * state.offset)
+                                cache_slots=rows * state.offset, slots=state.cache.slots)
 
 
 def _forward_last(graphdef, params, tokens, positions, mask, cache, offset, causal=False):

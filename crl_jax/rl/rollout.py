@@ -100,6 +100,8 @@ class RolloutConfig:
         prompts.listed_actions((), self.list_actions)  # validates the name
 
 
+SAMPLING_STATS = ("tokens", "seconds", "prefilled", "cache_tokens", "cache_slots", "max_slots")
+
 # (queries, task keys) -> one (text, entry id) or None per query
 Retriever = Callable[[list[str], list[str]], list[tuple[str, int] | None]]
 # (queries, task keys) -> one (advice text or None, extractor sample key or None) per query
@@ -114,9 +116,11 @@ class RolloutEngine:
         # process's place in the JAX job; models/distributed.py)
         self.share = share or ProcessShare.current()
         self.retrieval_key = retrieval_key  # the bank's: what a retrieval query is made of
-        # Tokens the last play() sampled for the actor's turns, and the
-        # seconds spent inside the sampler for them (rollout throughput).
-        self.sampling_stats = {"tokens": 0, "seconds": 0.0}
+        # What the last play() asked of the sampler for the actor's turns:
+        # tokens sampled, seconds in the sampler (rollout throughput), tokens
+        # prefilled, the cache's real tokens and written slots after each
+        # turn (summed over turns) and its most slots a row.
+        self.sampling_stats = dict.fromkeys(SAMPLING_STATS, 0)
         self._cache: ContinuedConversations | None = None  # one play() call's, if continued
         stops = set(getattr(tokenizer, "eos_ids", ()) or ()) | {tokenizer.eos_id}
         self.sampling = SamplingConfig(
@@ -155,11 +159,7 @@ class RolloutEngine:
         """
         if not (len(envs) == len(tasks) == len(guided)):
             raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
-        # this call's actor turns: sampled tokens, seconds in the sampler,
-        # tokens prefilled, and the cache's real tokens and written slots
-        # after each turn, summed over turns
-        self.sampling_stats = {"tokens": 0, "seconds": 0.0, "prefilled": 0,
-                               "cache_tokens": 0, "cache_slots": 0}
+        self.sampling_stats = dict.fromkeys(SAMPLING_STATS, 0)  # this call's actor turns
         self._cache = (ContinuedConversations()
                        if self.config.conversation and self.config.continue_cache else None)
         asks_offered = self.config.max_asks if ask is not None else 0  # the first message says so
@@ -275,6 +275,7 @@ class RolloutEngine:
         stats["tokens"] += sum(len(t) for t in result.tokens)
         for key in ("prefilled", "cache_tokens", "cache_slots"):
             stats[key] += getattr(result, key)
+        stats["max_slots"] = max(stats["max_slots"], result.slots)
         if self._cache is not None:
             self._cache.keep(rows, result.state)
         return result.tokens[first:first + count], result.logprobs[first:first + count]

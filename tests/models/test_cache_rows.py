@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from models.cache_rows import pack_plan, slot_use
+from models.cache_rows import continued_cache_slots, pack_plan, slot_use
 from models.config import tiny_config
 from models.decoder import init_decoder
 from models.sampler import Sampler
@@ -31,6 +31,13 @@ def test_pack_plan_by_hand():
     assert slot_use(valid, 2, 6) == pytest.approx(5 / 12)
     with pytest.raises(ValueError, match="do not fit"):
         pack_plan(valid, 2)
+
+
+def test_the_continued_cache_size_by_hand():
+    # the limit + one block's padding (32) + the answer (4,096), in buckets of 128
+    assert continued_cache_slots(32768, 4096) == 36992
+    assert continued_cache_slots(100, 12, prompt_bucket=16, cache_bucket=64,
+                                 new_tokens_bucket=8) == 192  # 100 + 16 + 16 = 132 -> 192
 
 
 def _three_turns(sampler, keep_after):

@@ -12,6 +12,7 @@ import pytest
 from crl_jax.envs.base import StepInfo, StepResult
 from crl_jax.rl import prompts
 from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
+from models.cache_rows import continued_cache_slots
 from models.config import tiny_config
 from models.decoder import init_decoder
 from models.distributed import ProcessShare
@@ -176,6 +177,8 @@ def test_continued_rollout_equals_reencoded(model, tok, reencoded, monkeypatch):
         assert len(rows) == len(set(rows)) and max(rows, default=0) < len(kept[-1])
         kept.append(rows)
     assert [len(r) for r in engine.sampler.kept] == [n for n in live[1:] if n]
+    # The dry run's size of the continued cache holds (sampler buckets 16, 64, 8).
+    assert a["max_slots"] <= continued_cache_slots(limit, 12, 16, 64, 8)
 
 
 def test_two_processes_continue_one_batch_as_one_process_reencodes(model, tok, reencoded,
