@@ -92,7 +92,8 @@ def build(rows: int, hidden: int, layers: int, tmp: str):
     return tok, init_decoder(cfg, seed=0), envs
 
 
-def make_engine(model, tok, turns: int, continued: bool):
+def make_engine(model, tok, turns: int, continued: bool, max_new_tokens: int,
+                max_prompt_tokens: int, mean_answer: int):
     import numpy as np
 
     from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
@@ -100,11 +101,11 @@ def make_engine(model, tok, turns: int, continued: bool):
 
     cfg = RolloutConfig(format="chat", prompt_style="released", conversation=True,
                         continue_cache=continued, max_turns=turns,
-                        max_new_tokens=FLAGS.max_new_tokens,
-                        max_prompt_tokens=FLAGS.max_prompt_tokens, temperature=1.0)
+                        max_new_tokens=max_new_tokens, max_prompt_tokens=max_prompt_tokens,
+                        temperature=1.0)
     engine = RolloutEngine(Sampler(model), tok, cfg)
     # Varying answer lengths: a fixed random set of tokens also ends an answer.
-    stops = np.random.default_rng(0).choice(tok.vocab_size, tok.vocab_size // FLAGS.mean_answer,
+    stops = np.random.default_rng(0).choice(tok.vocab_size, tok.vocab_size // mean_answer,
                                             replace=False)
     engine.sampling = dataclasses.replace(engine.sampling, stop_token_ids=tuple(sorted(
         set(engine.sampling.stop_token_ids) | {int(t) for t in stops})))
@@ -117,9 +118,10 @@ def play(engine, envs) -> tuple[float, dict, list]:
     return time.perf_counter() - start, dict(engine.sampling_stats), episodes
 
 
-def measure(model, tok, envs, turns: int, repeats: int) -> dict:
-    """Both modes on one turn cap: their numbers and ratios."""
-    engines = {name: make_engine(model, tok, turns, name == "continued")
+def measure(model, tok, envs, turns: int, repeats: int, **workload) -> dict:
+    """Both modes on one turn cap (``workload``: make_engine's sizes): their
+    numbers and ratios."""
+    engines = {name: make_engine(model, tok, turns, name == "continued", **workload)
                for name in ("re-encoded", "continued")}
     out = {}
     for name, engine in engines.items():
@@ -142,6 +144,7 @@ def measure(model, tok, envs, turns: int, repeats: int) -> dict:
         median = statistics.median(m["seconds"])
         result[name] = dict(prefilled=s["prefilled"], sampled=s["tokens"],
                             slot_use=s["cache_tokens"] / max(1, s["cache_slots"]),
+                            max_slots=s["max_slots"],
                             seconds=median, first_call_s=m["first_call_s"],
                             tokens_per_s=s["tokens"] / median)
     result["prefill_ratio"] = re["stats"]["prefilled"] / max(1, co["stats"]["prefilled"])
@@ -174,7 +177,10 @@ def main(_):
     with tempfile.TemporaryDirectory() as tmp, actions_read_by_hash():
         tok, model, envs = build(FLAGS.rows, FLAGS.hidden, FLAGS.layers, tmp)
         for turns in (int(t) for t in FLAGS.turns):
-            results.append(measure(model, tok, envs, turns, FLAGS.repeats))
+            results.append(measure(model, tok, envs, turns, FLAGS.repeats,
+                                   max_new_tokens=FLAGS.max_new_tokens,
+                                   max_prompt_tokens=FLAGS.max_prompt_tokens,
+                                   mean_answer=FLAGS.mean_answer))
             print("\n".join(report_lines(results[-1])), flush=True)
     load_after = os.getloadavg()[0]
     print(f"load average after: {load_after:.2f}")
