@@ -187,3 +187,16 @@ def test_two_processes_continue_one_batch_as_one_process_reencodes(model, tok, r
     monkeypatch.setattr(prompts, "parse_turn", scripted_parse)
     got, _ = play(model, tok, continued=True, limit=limit, processes=2)
     assert_same_episodes(got, want)
+
+
+def test_a_prompt_rendered_afresh_each_turn_always_reencodes(model, tok, monkeypatch):
+    """A windowed history (no conversation) is no extension of the last
+    prompt: every turn sends its whole prompt and no cache is kept."""
+    monkeypatch.setattr(prompts, "parse_turn", scripted_parse)
+    cfg = RolloutConfig(format="chat", conversation=False, continue_cache=True, max_turns=3,
+                        max_new_tokens=8, temperature=0.0, history=1)
+    engine = RolloutEngine(RecordingSampler(model), tok, cfg, share=ProcessShare(0, 1))
+    eps = engine.play([Corridor() for _ in TASKS[:2]], TASKS[:2], [False, False])
+    assert engine.sampler.kept == [] and engine._cache is None
+    sent = sum(len(t.prompt_ids) for ep in eps for t in ep.turns)
+    assert engine.sampling_stats["prefilled"] == sent
