@@ -10,6 +10,11 @@ block after the existing slots, without re-encoding what came before.
 The token that ended a row's generation (EOS, stop string) is kept and goes
 into the cache at the start of the next block ("pending"), so a continued
 conversation is the exact concatenation of everything sampled and appended.
+
+Between calls, ``select_rows`` keeps the rows that go on (finished
+conversations leave the batch), and a continued call packs each row's
+tokens together (models/cache_rows.py) when the cache must grow or when
+padding fills more than ``1 - min_slot_use`` of its written slots.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from models import cache_rows
 from models.decoder import Decoder, KVCache, causal_mask
 from models.distributed import host_value
 from models.sampling_ops import SamplingConfig, sample_tokens
@@ -72,6 +78,10 @@ class GenerationResult:
     logprobs: list[np.ndarray]  # their log-probs (see sample_tokens)
     stop_reason: list[str]  # "eos", "stop_string", "length", or "inactive"
     state: GenerationState
+    prefilled: int = 0  # tokens this call wrote before decoding (pending ones included)
+    cache_tokens: int = 0  # real tokens in the caller's rows of the cache after the call
+    cache_slots: int = 0  # slots written in those rows (rows x first free slot)
+    slots: int = 0  # the cache's slots a row (written or free) after the call
 
 
 def _round_up(n: int, bucket: int) -> int:
@@ -90,17 +100,19 @@ class Sampler:
     (e.g. after a training step) without recompiling."""
 
     def __init__(self, model: Decoder, *, pad_id: int = 0, prompt_bucket: int = 32,
-                 cache_bucket: int = 128, new_tokens_bucket: int = 32):
+                 cache_bucket: int = 128, new_tokens_bucket: int = 32, min_slot_use: float = 0.7):
         self.graphdef, self.params = nnx.split(model)
         self.cfg = model.cfg
         self.pad_id = pad_id
         self.prompt_bucket, self.cache_bucket = prompt_bucket, cache_bucket
         self.new_tokens_bucket = new_tokens_bucket
+        self.min_slot_use = min_slot_use  # real tokens / written slots below which a call packs
         self._prefill = jax.jit(functools.partial(_prefill, self.graphdef),
                                 static_argnums=(7, 10), donate_argnums=(1,))
         self._decode = jax.jit(functools.partial(_decode_chunk, self.graphdef),
                                donate_argnums=(1,))
         self._cache_makers: dict = {}  # (rows, slots, mesh) -> compiled zero-cache maker
+        self._reshapers: dict = {}  # (function, shapes, mesh) -> compiled row / slot gather
 
     def update_params(self, model_or_state) -> None:
         self.params = (nnx.state(model_or_state) if isinstance(model_or_state, nnx.Module)
@@ -163,7 +175,9 @@ class Sampler:
             if config.stop_strings:
                 alive_host = self._check_stop_strings(carry, alive_host, cut, config, decode)
                 carry["alive"] = jnp.asarray(alive_host)
-        return self._finish(carry, cut, active, first_decode_slot, config, rows)
+        result = self._finish(carry, cut, active, first_decode_slot, config, rows)
+        result.prefilled = int(tmask.sum())
+        return result
 
     def decode_program(self, prompts: Sequence[Sequence[int]], config: SamplingConfig):
         """The compiled decode loop that ``generate(prompts, config)`` runs
@@ -187,24 +201,63 @@ class Sampler:
             raise ValueError("this call decodes nothing past its first token")
         return decode.lower(*shapes[0]).compile()
 
+    def select_rows(self, state: GenerationState, rows: Sequence[int]) -> GenerationState:
+        """The state of ``state``'s rows ``rows`` (old row numbers, in their
+        new order), padded to the new batch bucket: a continued conversation
+        whose other rows ended. The old state's cache is given up (donated)."""
+        rows = list(rows)
+        if any(not 0 <= r < state.rows for r in rows) or len(set(rows)) < len(rows):
+            raise ValueError(f"rows {rows} are not distinct rows of a state of {state.rows}")
+        b = batch_bucket(max(1, len(rows)))
+        if rows == list(range(state.rows)) and b == len(state.pending):
+            return state
+        index = np.array(rows + [0] * (b - len(rows)), np.int32)
+        real = np.arange(b) < len(rows)
+        cache, valid = self._reshaped(cache_rows.take_rows, state.cache, state.valid,
+                                      jnp.asarray(index), jnp.asarray(real))
+        next_pos = np.where(real, state.next_pos[index], 0).astype(np.int32)
+        pending = [list(state.pending[r]) for r in rows] + [[] for _ in range(b - len(rows))]
+        return GenerationState(cache, valid, state.offset, next_pos, pending, len(rows))
+
     def _fit_cache(self, state, b, extra) -> GenerationState:
+        """A cache with ``extra`` free slots after the state's: a fresh one,
+        the state's own, or (when it must grow, or when padding fills too
+        much of it) one where each row's tokens are packed together."""
         if state is None:
             slots = _round_up(extra, self.cache_bucket)
             cache = self._empty_cache(b, slots, params_mesh(self.params))
             return GenerationState(cache, jnp.zeros((b, slots), bool),
                                    0, np.zeros(b, np.int32), [[] for _ in range(b)], b)
-        need = state.offset + extra
-        if need <= state.cache.slots:
+        valid = np.asarray(host_value(state.valid))
+        use = cache_rows.slot_use(valid, state.rows, state.offset)
+        if state.offset + extra <= state.cache.slots and use >= self.min_slot_use:
             return state
-        grow = _round_up(need, self.cache_bucket) - state.cache.slots
+        width = int(valid.sum(1).max(initial=0))
+        index, keep, width = cache_rows.pack_plan(valid, _round_up(width + extra,
+                                                                   self.cache_bucket))
+        cache, valid = self._reshaped(cache_rows.pack_slots, state.cache, jnp.asarray(index),
+                                      jnp.asarray(keep))
+        return dataclasses.replace(state, cache=cache, valid=valid, offset=width)
 
-        def pad(a, axis):  # keys' slots are their last axis, values' the second to last
-            widths = [(0, 0)] * a.ndim
-            widths[axis] = (0, grow)
-            return jnp.pad(a, widths)
-        cache = KVCache(jax.tree.map(lambda a: pad(a, -1), state.cache.k),
-                        jax.tree.map(lambda a: pad(a, -2), state.cache.v))
-        return dataclasses.replace(state, cache=cache, valid=jnp.pad(state.valid, ((0, 0), (0, grow))))
+    def _reshaped(self, fn, cache: KVCache, *args):
+        """``fn(cache, *args)`` -> (cache, valid), compiled once per shapes and
+        mesh, its output laid out as ``_empty_cache`` lays out a cache; the
+        old cache is donated where the new one has its shape."""
+        mesh = params_mesh(self.params)
+        key = (fn.__name__, mesh, tuple(a.shape for a in jax.tree.leaves((cache, args))))
+        if key not in self._reshapers:
+            shapes, _ = jax.eval_shape(fn, cache, *args)
+            shardings = None
+            if mesh is not None:
+                shardings = (KVCache(
+                    jax.tree.map(lambda a: cache_sharding(mesh, a.shape, keys=True), shapes.k),
+                    jax.tree.map(lambda a: cache_sharding(mesh, a.shape), shapes.v)),
+                    jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
+            same = all(a.shape == b.shape for a, b in zip(jax.tree.leaves(cache),
+                                                          jax.tree.leaves(shapes)))
+            self._reshapers[key] = jax.jit(fn, out_shardings=shardings,
+                                           donate_argnums=(0,) if same else ())
+        return self._reshapers[key](cache, *args)
 
     def _empty_cache(self, b: int, slots: int, mesh) -> KVCache:
         """A zero cache of ``b`` rows and ``slots`` slots; on a mesh, made in
@@ -269,7 +322,9 @@ class Sampler:
         state = GenerationState(
             KVCache(carry["k"], carry["v"]), jnp.asarray(valid), int(carry["offset"]),
             next_pos, pending, rows)
-        return GenerationResult(tokens[:rows], logprobs[:rows], reasons[:rows], state)
+        return GenerationResult(tokens[:rows], logprobs[:rows], reasons[:rows], state,
+                                cache_tokens=int(valid[:rows, :state.offset].sum()),
+                                cache_slots=rows * state.offset, slots=state.cache.slots)
 
 
 def _forward_last(graphdef, params, tokens, positions, mask, cache, offset, causal=False):

@@ -10,6 +10,11 @@ and log-probs exactly as the sampler produced them; the training sample of a
 turn is prompt (mask 0) + sampled tokens (mask 1). Generated text is decoded
 only to parse the action, never re-encoded. How a sampled answer becomes a
 turn, and the episodes of one call, are in crl_jax/rl/rollout_turns.py.
+
+With ``rollout.conversation`` the conversation also continues in the
+sampler: the batch's KV cache (models/sampler.py GenerationState) is kept
+from turn to turn, each row sends only its new tokens, and rows whose
+episodes ended are dropped from it (``rollout.continue_cache``).
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from crl_jax.rl import critic, prompts
 from crl_jax.envs.base import StepInfo
 from crl_jax.rl.episode import Episode, Turn  # noqa: F401  (re-exported)
 from crl_jax.rl.rollout_turns import OwnedEpisodes, SampledAnswer
+from crl_jax.rl.conversation import ContinuedConversations, continuation_ids
 from models.distributed import ProcessShare
 from models.sampler import Sampler
 from models.sampling_ops import SamplingConfig, strip_stop_tokens
@@ -69,6 +75,14 @@ class RolloutConfig:
     episode can train as one sequence (train.sample_unit=episode). An episode
     whose conversation outgrows max_prompt_tokens ends there, unfinished.
     False: each turn's prompt is rendered afresh from the last `history` steps."""
+    continue_cache: bool = True
+    """With conversation: each turn sends the sampler only the conversation's
+    new tokens (the end of the last answer, the environment's message, the
+    generation prompt), appended to the rows' KV caches; rows whose episodes
+    ended leave the cache. False: every turn prefills the whole conversation
+    again (for comparison: the same tokens, prefill growing with the square
+    of the turns). A prompt rendered afresh each turn (no conversation) is
+    not an extension of the last one and always re-encodes."""
 
     def __post_init__(self):
         if self.format not in prompts.FORMATS:
@@ -86,6 +100,8 @@ class RolloutConfig:
         prompts.listed_actions((), self.list_actions)  # validates the name
 
 
+SAMPLING_STATS = ("tokens", "seconds", "prefilled", "cache_tokens", "cache_slots", "max_slots")
+
 # (queries, task keys) -> one (text, entry id) or None per query
 Retriever = Callable[[list[str], list[str]], list[tuple[str, int] | None]]
 # (queries, task keys) -> one (advice text or None, extractor sample key or None) per query
@@ -100,9 +116,12 @@ class RolloutEngine:
         # process's place in the JAX job; models/distributed.py)
         self.share = share or ProcessShare.current()
         self.retrieval_key = retrieval_key  # the bank's: what a retrieval query is made of
-        # Tokens the last play() sampled for the actor's turns, and the
-        # seconds spent inside the sampler for them (rollout throughput).
-        self.sampling_stats = {"tokens": 0, "seconds": 0.0}
+        # What the last play() asked of the sampler for the actor's turns:
+        # tokens sampled, seconds in the sampler (rollout throughput), tokens
+        # prefilled, the cache's real tokens and written slots after each
+        # turn (summed over turns) and its most slots a row.
+        self.sampling_stats = dict.fromkeys(SAMPLING_STATS, 0)
+        self._cache: ContinuedConversations | None = None  # one play() call's, if continued
         stops = set(getattr(tokenizer, "eos_ids", ()) or ()) | {tokenizer.eos_id}
         self.sampling = SamplingConfig(
             temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
@@ -140,7 +159,9 @@ class RolloutEngine:
         """
         if not (len(envs) == len(tasks) == len(guided)):
             raise ValueError(f"{len(envs)} envs, {len(tasks)} tasks, {len(guided)} flags")
-        self.sampling_stats = {"tokens": 0, "seconds": 0.0}  # this call's actor turns
+        self.sampling_stats = dict.fromkeys(SAMPLING_STATS, 0)  # this call's actor turns
+        self._cache = (ContinuedConversations()
+                       if self.config.conversation and self.config.continue_cache else None)
         asks_offered = self.config.max_asks if ask is not None else 0  # the first message says so
         own = OwnedEpisodes.reset(envs, tasks, guided, self.share.owned(len(tasks)))
         rng = np.random.default_rng(seed)
@@ -193,13 +214,15 @@ class RolloutEngine:
         a live episode (nothing played)."""
         cfg = self.config
         live, views, prompt_ids = self._live_prompts(own, asks_offered)
-        parts = self.share.gather((prompt_ids, own.num_done()))
-        own.report_ended(sum(n for _, n in parts), progress)
-        batch = [p for ids, _ in parts for p in ids]
+        sent = self._cache.sent(own.episodes, live, prompt_ids) if self._cache else prompt_ids
+        parts = self.share.gather((live, sent, own.num_done()))
+        own.report_ended(sum(n for _, _, n in parts), progress)
+        batch = [p for _, ids, _ in parts for p in ids]
         if not batch:
             return False
-        first = sum(len(ids) for ids, _ in parts[:self.share.index])  # this process's first row
-        tokens, logprobs = self._sample(batch, first, len(live), rng)
+        rows = [i for episodes, _, _ in parts for i in episodes]
+        first = sum(len(ids) for _, ids, _ in parts[:self.share.index])  # this process's first row
+        tokens, logprobs = self._sample(batch, rows, first, len(live), rng)
         answers = []
         for j, i in enumerate(live):
             text = self.tokenizer.decode(strip_stop_tokens(tokens[j], self.sampling))
@@ -238,16 +261,24 @@ class RolloutEngine:
             live, views, prompt_ids = ([x[j] for j in fits] for x in (live, views, prompt_ids))
         return live, views, prompt_ids
 
-    def _sample(self, batch: list[list[int]], first: int, rows: int,
+    def _sample(self, batch: list[list[int]], rows: list[int], first: int, count: int,
                 rng: np.random.Generator) -> tuple[list[list[int]], list[np.ndarray]]:
-        """Samples every process's prompts ``batch`` in one call; returns the
-        sampled ids and log-probs of this process's ``rows`` rows, from ``first``."""
+        """Samples every process's prompts ``batch`` (episodes ``rows``) in one
+        call; returns the sampled ids and log-probs of this process's
+        ``count`` rows, from ``first``."""
         start = time.perf_counter()
+        state = self._cache.state_for(self.sampler, rows) if self._cache else None
         result = self.sampler.generate(batch, self.sampling, rng=int(rng.integers(2**31)),
-                                       decode=self.tokenizer.decode)
-        self.sampling_stats["seconds"] += time.perf_counter() - start
-        self.sampling_stats["tokens"] += sum(len(t) for t in result.tokens)
-        return result.tokens[first:first + rows], result.logprobs[first:first + rows]
+                                       decode=self.tokenizer.decode, state=state)
+        stats = self.sampling_stats
+        stats["seconds"] += time.perf_counter() - start
+        stats["tokens"] += sum(len(t) for t in result.tokens)
+        for key in ("prefilled", "cache_tokens", "cache_slots"):
+            stats[key] += getattr(result, key)
+        stats["max_slots"] = max(stats["max_slots"], result.slots)
+        if self._cache is not None:
+            self._cache.keep(rows, result.state)
+        return result.tokens[first:first + count], result.logprobs[first:first + count]
 
     def _finish(self, own: OwnedEpisodes, total: int,
                 progress: Callable[[int], None] | None) -> list[Episode]:
@@ -332,28 +363,9 @@ class RolloutEngine:
         follow = prompts.followup_chat_message(last.observation, view.valid_actions, style,
                                                ep.env_name)
         ids = (list(last.prompt_ids) + list(last.action_ids)
-               + self._continuation_ids(ep.messages, follow, last.action_ids))
+               + continuation_ids(self.tokenizer, ep.messages, follow, last.action_ids,
+                                  self.sampling.stop_token_ids))
         ep.messages = ep.messages + [{"role": "assistant", "content": last.text}, follow]
-        return ids
-
-    def _continuation_ids(self, messages: list, follow: dict, answer_ids: Sequence[int]) -> list[int]:
-        """Token ids of what the chat template puts between an assistant answer
-        and the next generation: found by rendering the chat with a
-        placeholder answer, so the answer is never re-tokenised."""
-        tok, mark = self.tokenizer, "\x00ANSWER\x00"
-        said = {"role": "assistant", "content": mark}
-        opened = tok.apply_chat_template(messages, add_generation_prompt=True)
-        closed = tok.apply_chat_template(messages + [said], add_generation_prompt=False)
-        nxt = tok.apply_chat_template(messages + [said, follow], add_generation_prompt=True)
-        at = closed.find(mark)
-        if at < 0 or closed[:at] != opened or not nxt.startswith(closed):
-            raise ValueError("rollout.conversation: this chat template does not extend a "
-                             "conversation by appending to it (it rewrites earlier turns), so "
-                             "the episode cannot be one token-exact sequence")
-        ids = tok.encode(closed[at + len(mark):] + nxt[len(closed):])
-        stops = set(self.sampling.stop_token_ids)
-        if answer_ids and ids and answer_ids[-1] in stops and ids[0] == answer_ids[-1]:
-            ids = ids[1:]  # the answer's sampled end-of-turn token is the template's own
         return ids
 
     def _view(self, ep: Episode, obs: str, info: StepInfo) -> prompts.TurnView:

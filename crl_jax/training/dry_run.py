@@ -37,6 +37,7 @@ from flax import nnx
 
 from crl_jax.rl.learner import Learner
 from crl_jax.training.config import ModelSpec, RunConfig
+from models.cache_rows import continued_cache_slots
 from models.config import DecoderConfig, config_from_hf, load_hf_config
 from models.decoder import Decoder
 from models.sharding import (MeshConfig, batch_sharding, make_mesh, optimizer_shardings,
@@ -98,6 +99,7 @@ class RoleMemory:
     micro_batch: tuple[int, int]  # (sequences, tokens each)
     rollout_batch: tuple[int, int]  # (sequences, cache slots)
     device_ids: tuple[int, ...] = ()
+    cache_kind: str = ""  # how the rollout's cache slots were sized, for the table
 
     @property
     def total(self) -> int:
@@ -204,9 +206,16 @@ def estimate(cfg: RunConfig) -> list[RoleMemory]:
     # Rollouts play one environment at a time (training and evaluation): the
     # sampler's largest batch is one environment's episodes, not the mixture's.
     episodes = max(cfg.train.tasks_per_step * cfg.train.group_size, cfg.env.num_eval_tasks)
-    out = [estimate_role("actor", decoder_config(cfg.actor, vocab), cfg.actor_optim,
-                         cfg.actor_loss, role_devices(cfg.actor.devices), _mesh(cfg.actor),
-                         width, episodes, width)]
+    slots, kind = width, "prompt + answer"
+    if r.conversation and r.continue_cache:
+        # The continued conversation's cache (models/cache_rows.py): the
+        # limit, one block's padding and the answer, in the sampler's buckets.
+        slots = continued_cache_slots(r.max_prompt_tokens, r.max_new_tokens)
+        kind = "continued conversation: limit + a turn's padding + answer"
+    actor = estimate_role("actor", decoder_config(cfg.actor, vocab), cfg.actor_optim,
+                          cfg.actor_loss, role_devices(cfg.actor.devices), _mesh(cfg.actor),
+                          width, episodes, slots)
+    out = [dataclasses.replace(actor, cache_kind=kind)]
     if x.has_extractor:
         ext_width = x.extractor_max_prompt_tokens + x.extractor_max_new_tokens
         out.append(estimate_role("extractor", decoder_config(cfg.extractor, vocab),
@@ -242,7 +251,8 @@ def report(roles: list[RoleMemory], device: str) -> tuple[str, bool]:
         lines.append(f"  {m.role}: mesh {m.mesh}, micro-batch {m.micro_batch[0]} x "
                      f"{m.micro_batch[1]} tokens, rollout batch {m.rollout_batch[0]} x "
                      f"{m.rollout_batch[1]} cache slots "
-                     f"({'sharded' if m.kv_cache_sharded else 'not sharded'}); "
+                     f"({m.cache_kind + ', ' if m.cache_kind else ''}"
+                     f"{'sharded' if m.kv_cache_sharded else 'not sharded'}); "
                      f"{'fits' if m.total <= cap else 'DOES NOT FIT'} in {device} "
                      f"({DEVICE_GB[device]} GB): {m.total / cap:.0%}")
         split = m.mesh.get("data", 1) * m.mesh.get("fsdp", 1)

@@ -49,7 +49,33 @@ def render_kernels(report: dict) -> list[str]:
     return lines
 
 
-RENDERERS: dict[str, Callable[[dict], list[str]]] = {"kernels": render_kernels}
+def render_conversation_cache(report: dict) -> list[str]:
+    """Continued against re-encoded conversations: per turn cap, each mode's
+    prefill, slot use, time and rate, and the two ratios."""
+    load = report.get("load_average_before")
+    c = report["config"]
+    lines = [f"Measured on {report['backend']} ({report['cpu_count']} cores), jax "
+             f"{report['jax']}; {c['rows']} rows, answers up to {c['max_new_tokens']} tokens, "
+             f"conversation limit {c['max_prompt_tokens']}, actor width {c['hidden']} x "
+             f"{c['layers']} layers; median of {c['repeats']} rollouts per mode; load average "
+             + ("not recorded" if load is None else f"{load:.2f} before, "
+                f"{report['load_average_after']:.2f} after") + ".", "",
+             "| turns | mode | prefilled tokens | real tokens / slots | rollout (s) "
+             "| sampled tok/s | re-encoded / continued |", "|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        for name in ("re-encoded", "continued"):
+            m = r[name]
+            ratio = (f"prefill {r['prefill_ratio']:.1f}x, time **{r['speedup']:.2f}x**"
+                     if name == "continued" else "")
+            lines.append(f"| {r['turns']} | {name} | {m['prefilled']:,} | {m['slot_use']:.2f} | "
+                         f"{m['seconds']:.2f} | {m['tokens_per_s']:,.0f} | {ratio} |")
+    same = ", ".join(f"{r['turns']} turns {r['same_tokens']}" for r in report["results"])
+    lines += ["", f"Episodes with the same tokens in both modes: {same}."]
+    return lines
+
+
+RENDERERS: dict[str, Callable[[dict], list[str]]] = {
+    "kernels": render_kernels, "conversation_cache": render_conversation_cache}
 
 
 def begin(name: str) -> str:

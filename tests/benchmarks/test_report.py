@@ -41,3 +41,23 @@ def test_the_committed_tables_equal_their_json(name):
     text = open(report.DOC, encoding="utf-8").read()
     assert report.doc_block(text, name) == report.render_block(name, report.load(name)), (
         "run: python experiments/benchmarks/report.py")
+
+
+def _conversation_report():
+    mode = lambda p, s, t: dict(prefilled=p, sampled=400, slot_use=s, max_slots=256,  # noqa: E731
+                                seconds=t, first_call_s=9.0, tokens_per_s=400 / t)
+    return {"load_average_before": 0.4, "load_average_after": 0.6, "backend": "cpu",
+            "cpu_count": 2, "jax": "0.10.2",
+            "config": dict(rows=4, max_new_tokens=48, mean_answer=24, max_prompt_tokens=2048,
+                           hidden=128, layers=2, repeats=2),
+            "results": [{"turns": 10, "rows": 4, "same_tokens": "4/4", "prefill_ratio": 6.0,
+                         "speedup": 2.5, "re-encoded": mode(12000, 0.9, 5.0),
+                         "continued": mode(2000, 0.8, 2.0)}]}
+
+
+def test_the_conversation_cache_table_from_a_hand_made_report():
+    lines = report.render_conversation_cache(_conversation_report())
+    assert "load average 0.40 before, 0.60 after" in lines[0]
+    assert lines[4] == "| 10 | re-encoded | 12,000 | 0.90 | 5.00 | 80 |  |"
+    assert lines[5] == "| 10 | continued | 2,000 | 0.80 | 2.00 | 200 | prefill 6.0x, time **2.50x** |"
+    assert lines[-1] == "Episodes with the same tokens in both modes: 10 turns 4/4."

@@ -14,7 +14,7 @@ from crl_jax.rl.episode_stats import batch_metrics
 from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
 from crl_jax.training import warmstart
 from crl_jax.training.config import RunConfig
-from models.sampler import GenerationResult
+from tests.rl.scripted import ContinuesConversations
 from tests.rl.test_reward_baseline import plan_writing_manager
 from tests.rl.test_tools_and_distillation import CharTokenizer
 
@@ -65,14 +65,15 @@ def test_credit_by_hand():
     assert critic_credit(1.0, "reject", released) == -1.0
 
 
-class JudgingSampler:
+class JudgingSampler(ContinuesConversations):
     """Answers a judging prompt with the verdict scripted for its goal, any
     other prompt with "look"; records what it was asked and how."""
 
     def __init__(self, tok, verdicts):
         self.tok, self.verdicts, self.calls = tok, verdicts, []
 
-    def generate(self, prompts, config, rng=0, decode=None):
+    def generate(self, prompts, config, rng=0, decode=None, state=None):
+        prompts = self.whole(prompts, state)
         texts = [self.tok.decode(p) for p in prompts]
         self.calls.append((texts, config))
         rows = []
@@ -82,8 +83,8 @@ class JudgingSampler:
                 rows.append(self.tok.encode(self.verdicts[goal]) + [1])
             else:
                 rows.append(self.tok.encode("look") + [1])
-        return GenerationResult(rows, [np.full(len(r), -0.5) for r in rows], ["eos"] * len(rows),
-                                None)
+        return self.result(prompts, rows, [np.full(len(r), -0.5) for r in rows],
+                           ["eos"] * len(rows))
 
 
 def test_judged_rollout_reads_what_the_actor_kept():

@@ -12,7 +12,7 @@ from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
 from crl_jax.training.config_io import apply_overrides
 from experiments.configs import load_preset
 from crl_jax.training.step import actor_samples
-from models.sampler import GenerationResult
+from tests.rl.scripted import ContinuesConversations
 from models.tokenizer import load_tokenizer
 from models.tokenizer_training import train_lossless_tokenizer
 
@@ -29,20 +29,21 @@ def chat_tok(request, tmp_path_factory):
     return load_tokenizer(train_lossless_tokenizer(corpus, 500, out, kind=request.param))
 
 
-class Scripted:
+class Scripted(ContinuesConversations):
     """Answers every row with ANSWERS[turn] + the end-of-turn token; log-prob
     -(k + 1) / 100 for the k-th token of a call, so each turn's are distinct."""
 
     def __init__(self, tok, end_id):
         self.tok, self.end_id, self.calls, self.prompts = tok, end_id, 0, []
 
-    def generate(self, prompts, config, rng=0, decode=None):
-        self.prompts.append([list(p) for p in prompts])
+    def generate(self, prompts, config, rng=0, decode=None, state=None):
+        prompts = self.whole(prompts, state)
+        self.prompts.append(prompts)
         ids = self.tok.encode(ANSWERS[min(self.calls, len(ANSWERS) - 1)]) + [self.end_id]
         self.calls += 1
         lp = -(np.arange(len(ids)) + 1 + 100 * self.calls) / 100
-        return GenerationResult([list(ids) for _ in prompts], [lp.copy() for _ in prompts],
-                                ["eos"] * len(prompts), None)
+        return self.result(prompts, [list(ids) for _ in prompts], [lp.copy() for _ in prompts],
+                           ["eos"] * len(prompts))
 
 
 def _play(tok, max_prompt_tokens=4096, turns=3):

@@ -14,7 +14,7 @@ from crl_jax.training.config_io import apply_overrides
 from experiments.configs import load_preset
 from crl_jax.training.step import actor_samples
 from kernels.aggregation import aggregation_weights
-from models.sampler import GenerationResult
+from tests.rl.scripted import ContinuesConversations
 from models.tokenizer import load_tokenizer
 from models.tokenizer_training import train_lossless_tokenizer
 
@@ -53,21 +53,22 @@ def tok(tmp_path_factory):
     return load_tokenizer(train_lossless_tokenizer(corpus, 600, out, kind="bpe"))
 
 
-class Scripted:
+class Scripted(ContinuesConversations):
     """Answers the k-th call with answers[k] (every row), stopped right after
     its closing tag as the stop strings stop real sampling; log-probs -0.01 a token."""
 
     def __init__(self, tok, answers):
         self.tok, self.answers, self.calls = tok, answers, 0
 
-    def generate(self, prompts, config, rng=0, decode=None):
+    def generate(self, prompts, config, rng=0, decode=None, state=None):
+        prompts = self.whole(prompts, state)
         text = self.answers[min(self.calls, len(self.answers) - 1)]
         assert text.endswith(config.stop_strings)
         ids = self.tok.encode(text)
         self.calls += 1
-        return GenerationResult([list(ids) for _ in prompts],
-                                [np.full(len(ids), -0.01) for _ in prompts],
-                                ["stop_string"] * len(prompts), None)
+        return self.result(prompts, [list(ids) for _ in prompts],
+                           [np.full(len(ids), -0.01) for _ in prompts],
+                           ["stop_string"] * len(prompts))
 
 
 def play(tok, cfg, answers, guided):

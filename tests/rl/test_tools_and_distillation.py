@@ -7,7 +7,7 @@ from crl_jax.envs.registry import make_env
 from crl_jax.rl.episode_stats import self_distillation_samples, turn_advantages
 from crl_jax.rl.rollout import RolloutConfig, RolloutEngine
 from crl_jax.training.config import AdvantageSpec
-from models.sampler import GenerationResult
+from tests.rl.scripted import ContinuesConversations
 
 
 class CharTokenizer:
@@ -20,19 +20,20 @@ class CharTokenizer:
         return "".join(chr(i - 2) for i in ids if i >= 2)
 
 
-class ScriptedSampler:
+class ScriptedSampler(ContinuesConversations):
     """Answers row i with script[i][turn] (as ids), log-prob -0.5 a token."""
 
     def __init__(self, tok, script):
         self.tok, self.script, self.calls = tok, script, 0
 
-    def generate(self, prompts, config, rng=0, decode=None):
+    def generate(self, prompts, config, rng=0, decode=None, state=None):
+        prompts = self.whole(prompts, state)
         self.prompts = prompts
         rows = [self.tok.encode(s[min(self.calls, len(s) - 1)]) + [1] for s in self.script]
         self.calls += 1
         rows = rows[:len(prompts)]
-        return GenerationResult(rows, [np.full(len(r), -0.5) for r in rows],
-                                ["eos"] * len(rows), None)
+        return self.result(prompts, rows, [np.full(len(r), -0.5) for r in rows],
+                           ["eos"] * len(rows))
 
 
 def test_search_and_ask_turn_does_not_step_the_world():
