@@ -36,15 +36,21 @@ import zlib
 
 from absl import app, flags
 
-flags.DEFINE_list("turns", ["10", "30"], "turn caps to measure (rollout.max_turns)")
-flags.DEFINE_integer("rows", 8, "episodes played in one batch")
-flags.DEFINE_integer("max_new_tokens", 48, "tokens an answer may take (rollout.max_new_tokens)")
-flags.DEFINE_integer("mean_answer", 24, "about one sampled token in this many ends the answer")
-flags.DEFINE_integer("max_prompt_tokens", 2048, "the conversation limit (rollout.max_prompt_tokens)")
-flags.DEFINE_integer("hidden", 128, "model width (the CPU presets' actor)")
-flags.DEFINE_integer("layers", 2, "decoder layers")
-flags.DEFINE_integer("repeats", 2, "timed rollouts per mode (the median is reported)")
-flags.DEFINE_string("json", None, "write the results as JSON to this path")
+
+def define_flags() -> None:
+    """The command line (defined when run, so that importing this module for
+    its workload defines no global flag beside another benchmark's)."""
+    flags.DEFINE_list("turns", ["10", "30"], "turn caps to measure (rollout.max_turns)")
+    flags.DEFINE_integer("rows", 8, "episodes played in one batch")
+    flags.DEFINE_integer("max_new_tokens", 48, "tokens an answer may take (rollout.max_new_tokens)")
+    flags.DEFINE_integer("mean_answer", 24, "about one sampled token in this many ends the answer")
+    flags.DEFINE_integer("max_prompt_tokens", 2048, "the conversation limit (rollout.max_prompt_tokens)")
+    flags.DEFINE_integer("hidden", 128, "model width (the CPU presets' actor)")
+    flags.DEFINE_integer("layers", 2, "decoder layers")
+    flags.DEFINE_integer("repeats", 2, "timed rollouts per mode (the median is reported)")
+    flags.DEFINE_string("json", None, "write the results as JSON to this path")
+
+
 FLAGS = flags.FLAGS
 
 ACTIONS = ("look", "inventory", "go to cabinet 1", "go to countertop 1", "open cabinet 1",
@@ -195,4 +201,5 @@ def main(_):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
