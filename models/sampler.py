@@ -175,9 +175,7 @@ class Sampler:
             if config.stop_strings:
                 alive_host = self._check_stop_strings(carry, alive_host, cut, config, decode)
                 carry["alive"] = jnp.asarray(alive_host)
-        result = self._finish(carry, cut, active, first_decode_slot, config, rows)
-        result.prefilled = int(tmask.sum())
-        return result
+        return self._finish(carry, cut, active, first_decode_slot, config, rows, int(tmask.sum()))
 
     def decode_program(self, prompts: Sequence[Sequence[int]], config: SamplingConfig):
         """The compiled decode loop that ``generate(prompts, config)`` runs
@@ -296,7 +294,8 @@ class Sampler:
             alive[i] = False
         return alive
 
-    def _finish(self, carry, cut, active, first_decode_slot, config, rows) -> GenerationResult:
+    def _finish(self, carry, cut, active, first_decode_slot, config, rows,
+                prefilled: int) -> GenerationResult:
         # one read (on a multi-process mesh: one gather) for all of them
         out, lps, n, fed, next_pos, valid = (x.copy() for x in host_value(
             tuple(carry[k] for k in ("out", "out_lp", "n_emitted", "fed", "next_pos", "valid"))))
@@ -322,7 +321,7 @@ class Sampler:
         state = GenerationState(
             KVCache(carry["k"], carry["v"]), jnp.asarray(valid), int(carry["offset"]),
             next_pos, pending, rows)
-        return GenerationResult(tokens[:rows], logprobs[:rows], reasons[:rows], state,
+        return GenerationResult(tokens[:rows], logprobs[:rows], reasons[:rows], state, prefilled,
                                 cache_tokens=int(valid[:rows, :state.offset].sum()),
                                 cache_slots=rows * state.offset, slots=state.cache.slots)
 
