@@ -232,6 +232,12 @@ class WarmStartSpec:
     actions the game rejected ("... -> Nothing happens.") put into the
     trajectory, the answer still the clean game's plan: the actor's
     trajectories in RL have such steps and expert ones never do. 0: none."""
+    extractor_room_jitter: float = 0.0
+    """Households: share of the extractor's warm-start pairs whose room line,
+    in the prompt and in the target lesson alike, is re-drawn (receptacles
+    the trajectory never names dropped or others added), so the room can
+    only be copied from the prompt, not recalled from the warm start's few
+    households. 0: every pair states its household's own room."""
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
     # One token per digit in that tokenizer: ids and numbers read the same
     # wherever they appear, so copying one (WebShop's product ids) is a
@@ -382,8 +388,9 @@ class RunConfig:
             raise ValueError("warm_start.ask_fraction must be in [0, 1]")
         if not 0.0 <= self.warm_start.judge_fraction <= 1.0:
             raise ValueError("warm_start.judge_fraction must be in [0, 1]")
-        if not 0.0 <= self.warm_start.extractor_missteps <= 1.0:
-            raise ValueError("warm_start.extractor_missteps must be in [0, 1]")
+        for key in ("extractor_missteps", "extractor_room_jitter"):
+            if not 0.0 <= getattr(self.warm_start, key) <= 1.0:
+                raise ValueError(f"warm_start.{key} must be in [0, 1]")
         if self.experience.actor_critic and not self.experience.retrieves:
             raise ValueError("experience.actor_critic judges retrieved entries; "
                              "experience.mode=none retrieves none")

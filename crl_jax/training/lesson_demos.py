@@ -29,7 +29,7 @@ import numpy as np
 
 from crl_jax.envs.alfworld_expert import PICK, AlfWorldEnvExpert, kind_of
 from crl_jax.envs.alfworld_households import household_index
-from crl_jax.envs.alfworld_lessons import Lesson, lesson_steps, room_line, room_of, true_lesson
+from crl_jax.envs.alfworld_lessons import Lesson, lesson_steps, parse_lesson, room_of, true_lesson
 from crl_jax.rl.batch import Sample
 from crl_jax.training.warmstart import Demo, demo_extractor_prompt, extractor_response, play_expert
 
@@ -118,12 +118,14 @@ def _goal_type(demo: Demo) -> str:
 
 def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator,
                        failure_fraction: float = 0.5, shown_fraction: float = 0.5,
-                       max_shown: int = 2) -> list[Sample]:
+                       max_shown: int = 2, room_jitter: float = 0.0) -> list[Sample]:
     """The extractor's warm-start pairs for households (in place of
     warmstart.extractor_sft_samples' plans): each trajectory, and with
     probability ``failure_fraction`` a copy cut short as a lost episode, ->
     the lesson it supports; the prompt states the room and, with probability
-    ``shown_fraction``, lists 1-``max_shown`` other trajectories' lessons."""
+    ``shown_fraction``, lists 1-``max_shown`` other trajectories' lessons.
+    With probability ``room_jitter`` a pair's room is re-drawn
+    (``jittered_room``) in its prompt and its lesson alike."""
 
     def cut(d: Demo, n: int) -> Demo:
         return dataclasses.replace(d, actions=d.actions[:n], observations=d.observations[:n + 1],
@@ -141,9 +143,34 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                 k = int(rng.integers(1, max_shown + 1))
                 shown = [known[i] for i in rng.choice(len(known), size=min(k, len(known)),
                                                       replace=False)]
-            prompt = demo_extractor_prompt(shown_demo, shown=shown,
-                                           room=room_line(d.observations[0]))
+            room, lesson = room_of(d.observations[0]), trajectory_lesson(shown_demo)
+            if room_jitter and rng.random() < room_jitter:
+                room = jittered_room(room, _named(d), rng)
+                lesson = lesson and dataclasses.replace(parse_lesson(lesson), room=room).text
+            prompt = demo_extractor_prompt(shown_demo, shown=shown, room=", ".join(room))
             p = tokenizer.encode(prompt)
-            r = tokenizer.encode(extractor_response(trajectory_lesson(shown_demo))) + [tokenizer.eos_id]
+            r = tokenizer.encode(extractor_response(lesson)) + [tokenizer.eos_id]
             samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
     return samples
+
+
+def jittered_room(room: Sequence[str], keep: set[str], rng: np.random.Generator,
+                  drop: float = 0.3, most_added: int = 3) -> tuple[str, ...]:
+    """Another room like ``room``: each receptacle outside ``keep`` dropped
+    with probability ``drop``, then 0-``most_added`` receptacles added (a kind
+    of the room with the next free number), sorted as a room line is."""
+    out = {r for r in room if r in keep or rng.random() >= drop}
+    kinds = sorted({r.rsplit(" ", 1)[0] for r in room})
+    for _ in range(int(rng.integers(0, most_added + 1))):
+        kind = kinds[int(rng.integers(len(kinds)))]
+        n = 1
+        while f"{kind} {n}" in out or f"{kind} {n}" in room:
+            n += 1
+        out.add(f"{kind} {n}")
+    return tuple(sorted(out))
+
+
+def _named(demo: Demo) -> set[str]:
+    """The receptacles a demonstration's actions or pick-ups name."""
+    text = " ".join(demo.actions) + " " + " ".join(demo.observations[1:])
+    return set(re.findall(r"[a-z]+ \d+", text))

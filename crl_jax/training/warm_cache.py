@@ -127,7 +127,8 @@ def _preset_pool_excluded(name: str) -> int | None:
 _ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0,
                        ("warm_start", "extractor_missteps"): 0.0, ("actor", "attention_chunk"): 0,
                        ("extractor", "attention_chunk"): 0,
-                       ("warm_start", "guided_contrast"): False}
+                       ("warm_start", "guided_contrast"): False,
+                       ("warm_start", "extractor_room_jitter"): 0.0}
 
 
 def warm_start_key(cfg: RunConfig) -> str:

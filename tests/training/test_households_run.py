@@ -171,3 +171,50 @@ def test_a_households_run_reports_seen_unseen_and_its_lessons(mode, tmp_path):
         assert last["eval_with_exp/experience_found"] == last["eval_unseen_with_exp/experience_found"] == 1.0
     else:
         assert last["lessons/count"] >= 0 and 0.0 <= last["lessons/coverage"] <= 1.0
+
+
+def _pairs(cfg, jitter):
+    import json
+    import re
+
+    from crl_jax.training.lesson_demos import lesson_sft_samples
+    from tests.rl.test_tools_and_distillation import CharTokenizer
+
+    tok = CharTokenizer()
+    tok.eos_id = 1
+    train = task_sources(cfg, "generated", None, 30)[0]
+    demos = collect_demos(cfg, [train])
+    out = []
+    for s in lesson_sft_samples(demos, tok, np.random.default_rng(0), room_jitter=jitter):
+        cut = s.loss_mask.index(1)
+        prompt, answer = tok.decode(s.tokens[:cut]), tok.decode(s.tokens[cut:-1])
+        room = tuple(re.search(r"room: (.+)", prompt).group(1).strip().split(", "))
+        ops = json.loads(answer)
+        lesson = parse_lesson(ops[0]["entry"]) if ops[0]["op"] == "add" else None
+        out.append((prompt, room, lesson))
+    return demos, out
+
+
+def test_the_extractors_room_jitter_redraws_the_room_in_prompt_and_lesson_alike(cfg):
+    from crl_jax.envs.alfworld_lessons import room_of
+    from crl_jax.training.lesson_demos import jittered_room
+
+    demos, plain = _pairs(cfg, 0.0)
+    households = {room_of(d.observations[0]) for d in demos}
+    assert all(room in households for _, room, _ in plain)  # each pair states its own room
+    _, jittered = _pairs(cfg, 1.0)
+    lessons = [(room, lesson) for _, room, lesson in jittered if lesson]
+    assert lessons and all(lesson.room == room for room, lesson in lessons)  # copied, not recalled
+    assert all(set(lesson.homes) <= set(room) for room, lesson in lessons)
+    assert sum(room not in households for _, room, _ in jittered) > len(jittered) // 2
+    # By hand: kept receptacles stay, added ones take a kind's next free number.
+    rng = np.random.default_rng(3)
+    room = ("cabinet 1", "cabinet 2", "fridge 1", "sinkbasin 1")
+    for _ in range(20):
+        new = jittered_room(room, {"fridge 1"}, rng)
+        assert "fridge 1" in new and list(new) == sorted(new)
+        added = set(new) - set(room)
+        assert all(a in ("cabinet 3", "fridge 2", "sinkbasin 2", "cabinet 4", "fridge 3",
+                         "sinkbasin 3", "cabinet 5") for a in added)
+    with pytest.raises(ValueError, match="extractor_room_jitter"):
+        apply_overrides(cfg, ["warm_start.extractor_room_jitter=2"])

@@ -212,6 +212,7 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     assert fields["warm_start"].pop("extractor_missteps") == 0.0
     assert fields["actor"].pop("attention_chunk") == fields["extractor"].pop("attention_chunk") == 0
     assert fields["warm_start"].pop("guided_contrast") is False
+    assert fields["warm_start"].pop("extractor_room_jitter") == 0.0
     assert fields["demo_pool_excluded"] == 4  # these tests' pool, not the preset's 16: hashed
     assert fields.pop("households") == ()  # no households: not hashed
     blob = json.dumps(fields, sort_keys=True).encode()
@@ -228,6 +229,9 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     contrast = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
                                                                           guided_contrast=True))
     assert key_of(contrast) not in (base, key_of(chunked))
+    jitter = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
+                                                                        extractor_room_jitter=0.5))
+    assert key_of(jitter) not in (base, key_of(contrast))
     # another RL pool leaves other games to demonstrate: another warm start
     pools = {warm_start_key(_cfg(tmp_path, "warm_start.extractor_missteps=0", *o)) for o in
              ((), ("train.task_pool=16",), ("train.task_pool=32",), ("train.pool_disjoint=false",))}
@@ -240,7 +244,8 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     fields.pop("households")
     for section, name in (("warm_start", "judge_fraction"), ("warm_start", "extractor_missteps"),
                           ("actor", "attention_chunk"), ("extractor", "attention_chunk"),
-                          ("warm_start", "guided_contrast")):
+                          ("warm_start", "guided_contrast"),
+                          ("warm_start", "extractor_room_jitter")):
         fields[section].pop(name)
     blob = json.dumps(fields, sort_keys=True).encode()
     assert key_of(preset_pool) == f"alfworld_cpu-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
