@@ -24,10 +24,18 @@ import numpy as np
 from models.decoder import KVCache
 
 BATCH_AXIS = -4  # keys [..., B, heads, head_dim, slots], values [..., B, heads, slots, head_dim]
+# The Sampler's default buckets: prompt blocks, cache slots, new tokens.
+PROMPT_BUCKET, CACHE_BUCKET, NEW_TOKENS_BUCKET = 32, 128, 32
 
 
-def continued_cache_slots(max_prompt_tokens: int, max_new_tokens: int, prompt_bucket: int = 32,
-                          cache_bucket: int = 128, new_tokens_bucket: int = 32) -> int:
+def round_up(n: int, bucket: int) -> int:
+    """``n`` rounded up to a multiple of ``bucket`` (at least one bucket)."""
+    return max(bucket, -(-n // bucket) * bucket)
+
+
+def continued_cache_slots(max_prompt_tokens: int, max_new_tokens: int,
+                          prompt_bucket: int = PROMPT_BUCKET, cache_bucket: int = CACHE_BUCKET,
+                          new_tokens_bucket: int = NEW_TOKENS_BUCKET) -> int:
     """Slots a row of a continued conversation's cache reaches (the
     Sampler's default buckets). The cache grows only by packing, to the
     fullest row's tokens + the turn's block + the answer's slots; a row's
@@ -35,10 +43,9 @@ def continued_cache_slots(max_prompt_tokens: int, max_new_tokens: int, prompt_bu
     limit, one block's padding (``prompt_bucket``) and the answer, rounded
     up. Rows whose new tokens in one turn differ by more than a bucket add
     that difference (a long reply beside a short one)."""
-    def up(n, bucket):
-        return -(-n // bucket) * bucket
-    return up(max_prompt_tokens + prompt_bucket + up(max_new_tokens, new_tokens_bucket),
-              cache_bucket)
+    return round_up(max_prompt_tokens + prompt_bucket + round_up(max_new_tokens,
+                                                                 new_tokens_bucket),
+                    cache_bucket)
 
 
 def slot_use(valid: np.ndarray, rows: int, offset: int) -> float:
@@ -48,15 +55,16 @@ def slot_use(valid: np.ndarray, rows: int, offset: int) -> float:
     return float(valid[:rows, :offset].sum()) / taken if taken else 1.0
 
 
-def pack_plan(valid: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Where each row's tokens go when packed: ``index[b, s]`` is the old
-    slot that new slot ``s`` reads, ``keep[b, s]`` whether it holds a real
-    token; every row's tokens, in their order, end at the returned offset
-    (the fullest row's count), so the next block follows them all."""
+def pack_plan(valid: np.ndarray, extra: int, bucket: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Where each row's tokens go when packed into a cache with ``extra``
+    free slots after them (its slots rounded up to ``bucket``):
+    ``index[b, s]`` is the old slot that new slot ``s`` reads, ``keep[b, s]``
+    whether it holds a real token; every row's tokens, in their order, end
+    at the returned offset (the fullest row's count), so the next block
+    follows them all."""
     counts = valid.sum(1)
     width = int(counts.max(initial=0))
-    if width > slots:
-        raise ValueError(f"{width} tokens in a row do not fit {slots} slots")
+    slots = round_up(width + extra, bucket)
     order = np.argsort(~valid, axis=1, kind="stable")  # each row's real slots first, in order
     new = np.arange(slots)[None, :]
     source = new - (width - counts)[:, None]  # the row's j-th real token lands at width - count + j
@@ -65,18 +73,15 @@ def pack_plan(valid: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray, in
     return np.where(keep, index, 0).astype(np.int32), keep, width
 
 
-def take_rows(cache: KVCache, valid: jax.Array, index: jax.Array, real: jax.Array):
-    """The cache and validity of rows ``index`` (new row r = old row
-    index[r]); rows where ``real`` is False are padding: nothing valid."""
+def take_rows(cache: KVCache, index: jax.Array) -> KVCache:
+    """The cache of rows ``index`` (new row r = old row index[r])."""
     take = lambda a: jnp.take(a, index, axis=a.ndim + BATCH_AXIS)  # noqa: E731
-    return (KVCache(jax.tree.map(take, cache.k), jax.tree.map(take, cache.v)),
-            jnp.take(valid, index, axis=0) & real[:, None])
+    return KVCache(jax.tree.map(take, cache.k), jax.tree.map(take, cache.v))
 
 
-def pack_slots(cache: KVCache, index: jax.Array, keep: jax.Array):
+def pack_slots(cache: KVCache, index: jax.Array) -> KVCache:
     """A cache whose slot s of row b is old slot index[b, s] (``pack_plan``;
-    as many slots as ``index`` has columns, more or fewer than before); its
-    validity is ``keep``."""
+    as many slots as ``index`` has columns, more or fewer than before)."""
     def gather(a, slot_axis):
         shape = [1] * a.ndim
         shape[a.ndim + BATCH_AXIS] = index.shape[0]
@@ -85,4 +90,4 @@ def pack_slots(cache: KVCache, index: jax.Array, keep: jax.Array):
 
     k = jax.tree.map(lambda a: gather(a, a.ndim - 1), cache.k)
     v = jax.tree.map(lambda a: gather(a, a.ndim - 2), cache.v)
-    return KVCache(k, v), keep
+    return KVCache(k, v)

@@ -28,6 +28,7 @@ import numpy as np
 from flax import nnx
 
 from models import cache_rows
+from models.cache_rows import round_up
 from models.decoder import Decoder, KVCache, causal_mask
 from models.distributed import host_value
 from models.sampling_ops import SamplingConfig, sample_tokens
@@ -65,7 +66,8 @@ class GenerationState:
     """The cache of a batch between calls (host-side bookkeeping + device arrays)."""
 
     cache: KVCache
-    valid: jax.Array  # [B, slots] bool: slot holds a real token of that row
+    valid: np.ndarray  # [B, slots] bool: slot holds a real token of that row (on the host:
+    # the sampler reads it between calls to drop rows and pack slots)
     offset: int  # first free slot (shared by all rows)
     next_pos: np.ndarray  # [B] position the next token of each row gets
     pending: list[list[int]]  # sampled tokens not yet written to the cache
@@ -84,23 +86,21 @@ class GenerationResult:
     slots: int = 0  # the cache's slots a row (written or free) after the call
 
 
-def _round_up(n: int, bucket: int) -> int:
-    return max(bucket, -(-n // bucket) * bucket)
-
-
 def batch_bucket(b: int) -> int:
     """Rows a batch of ``b`` is padded to: powers of two up to 8, then
     multiples of 8. A rollout's batch shrinks as episodes end (32, 30, 26,
     ...); without buckets every size would compile its own programs."""
-    return 1 << (b - 1).bit_length() if b <= 8 else _round_up(b, 8)
+    return 1 << (b - 1).bit_length() if b <= 8 else round_up(b, 8)
 
 
 class Sampler:
     """Generates from a Decoder. ``update_params`` swaps in new weights
     (e.g. after a training step) without recompiling."""
 
-    def __init__(self, model: Decoder, *, pad_id: int = 0, prompt_bucket: int = 32,
-                 cache_bucket: int = 128, new_tokens_bucket: int = 32, min_slot_use: float = 0.7):
+    def __init__(self, model: Decoder, *, pad_id: int = 0,
+                 prompt_bucket: int = cache_rows.PROMPT_BUCKET,
+                 cache_bucket: int = cache_rows.CACHE_BUCKET,
+                 new_tokens_bucket: int = cache_rows.NEW_TOKENS_BUCKET, min_slot_use: float = 0.7):
         self.graphdef, self.params = nnx.split(model)
         self.cfg = model.cfg
         self.pad_id = pad_id
@@ -144,8 +144,8 @@ class Sampler:
                 raise ValueError(f"prompt {i} has token ids outside [0, {self.cfg.vocab_size})")
             blocks[i] = blocks[i] + list(p)
         active = np.array([len(x) > 0 for x in blocks])
-        t = _round_up(max(1, max(len(x) for x in blocks)), self.prompt_bucket)
-        max_new = _round_up(config.max_new_tokens, self.new_tokens_bucket)
+        t = round_up(max(1, max(len(x) for x in blocks)), self.prompt_bucket)
+        max_new = round_up(config.max_new_tokens, self.new_tokens_bucket)
         tokens = np.full((b, t), self.pad_id, np.int32)
         tmask = np.zeros((b, t), bool)
         for i, x in enumerate(blocks):
@@ -160,7 +160,7 @@ class Sampler:
         rng, sub = jax.random.split(rng)
         params = self.params  # one version for the whole call, even if another thread swaps it
         carry = self._prefill(
-            params, (state.cache, state.valid), jnp.int32(state.offset),
+            params, (state.cache, jnp.asarray(state.valid)), jnp.int32(state.offset),
             jnp.asarray(state.next_pos, jnp.int32), jnp.asarray(tokens), jnp.asarray(tmask),
             jnp.asarray(active), max_new, sub, knobs, fresh)
         first_decode_slot = state.offset + t
@@ -211,8 +211,8 @@ class Sampler:
             return state
         index = np.array(rows + [0] * (b - len(rows)), np.int32)
         real = np.arange(b) < len(rows)
-        cache, valid = self._reshaped(cache_rows.take_rows, state.cache, state.valid,
-                                      jnp.asarray(index), jnp.asarray(real))
+        cache = self._reshaped(cache_rows.take_rows, state.cache, jnp.asarray(index))
+        valid = state.valid[index] & real[:, None]
         next_pos = np.where(real, state.next_pos[index], 0).astype(np.int32)
         pending = [list(state.pending[r]) for r in rows] + [[] for _ in range(b - len(rows))]
         return GenerationState(cache, valid, state.offset, next_pos, pending, len(rows))
@@ -222,35 +222,30 @@ class Sampler:
         the state's own, or (when it must grow, or when padding fills too
         much of it) one where each row's tokens are packed together."""
         if state is None:
-            slots = _round_up(extra, self.cache_bucket)
+            slots = round_up(extra, self.cache_bucket)
             cache = self._empty_cache(b, slots, params_mesh(self.params))
-            return GenerationState(cache, jnp.zeros((b, slots), bool),
+            return GenerationState(cache, np.zeros((b, slots), bool),
                                    0, np.zeros(b, np.int32), [[] for _ in range(b)], b)
-        valid = np.asarray(host_value(state.valid))
-        use = cache_rows.slot_use(valid, state.rows, state.offset)
+        use = cache_rows.slot_use(state.valid, state.rows, state.offset)
         if state.offset + extra <= state.cache.slots and use >= self.min_slot_use:
             return state
-        width = int(valid.sum(1).max(initial=0))
-        index, keep, width = cache_rows.pack_plan(valid, _round_up(width + extra,
-                                                                   self.cache_bucket))
-        cache, valid = self._reshaped(cache_rows.pack_slots, state.cache, jnp.asarray(index),
-                                      jnp.asarray(keep))
-        return dataclasses.replace(state, cache=cache, valid=valid, offset=width)
+        index, keep, width = cache_rows.pack_plan(state.valid, extra, self.cache_bucket)
+        cache = self._reshaped(cache_rows.pack_slots, state.cache, jnp.asarray(index))
+        return dataclasses.replace(state, cache=cache, valid=keep, offset=width)
 
     def _reshaped(self, fn, cache: KVCache, *args):
-        """``fn(cache, *args)`` -> (cache, valid), compiled once per shapes and
-        mesh, its output laid out as ``_empty_cache`` lays out a cache; the
-        old cache is donated where the new one has its shape."""
+        """``fn(cache, *args)`` -> a cache, compiled once per shapes and mesh,
+        laid out as ``_empty_cache`` lays out a cache; the old cache is
+        donated where the new one has its shape."""
         mesh = params_mesh(self.params)
         key = (fn.__name__, mesh, tuple(a.shape for a in jax.tree.leaves((cache, args))))
         if key not in self._reshapers:
-            shapes, _ = jax.eval_shape(fn, cache, *args)
+            shapes = jax.eval_shape(fn, cache, *args)
             shardings = None
             if mesh is not None:
-                shardings = (KVCache(
+                shardings = KVCache(
                     jax.tree.map(lambda a: cache_sharding(mesh, a.shape, keys=True), shapes.k),
-                    jax.tree.map(lambda a: cache_sharding(mesh, a.shape), shapes.v)),
-                    jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
+                    jax.tree.map(lambda a: cache_sharding(mesh, a.shape), shapes.v))
             same = all(a.shape == b.shape for a, b in zip(jax.tree.leaves(cache),
                                                           jax.tree.leaves(shapes)))
             self._reshapers[key] = jax.jit(fn, out_shardings=shardings,
@@ -319,7 +314,7 @@ class Sampler:
             reasons.append(reason)
             pending.append(out[i, fed[i]:n[i]].tolist())
         state = GenerationState(
-            KVCache(carry["k"], carry["v"]), jnp.asarray(valid), int(carry["offset"]),
+            KVCache(carry["k"], carry["v"]), valid, int(carry["offset"]),
             next_pos, pending, rows)
         return GenerationResult(tokens[:rows], logprobs[:rows], reasons[:rows], state, prefilled,
                                 cache_tokens=int(valid[:rows, :state.offset].sum()),

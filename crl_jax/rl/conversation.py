@@ -51,15 +51,11 @@ class ContinuedConversations:
         the cache holds: the answer's last token is still pending there)."""
         if self.state is None:
             return list(prompt_ids)
-        out = []
-        for i, ids in zip(live, prompt_ids):
-            last = episodes[i].turns[-1]
-            held = len(last.prompt_ids) + len(last.action_ids)
-            if list(ids[:held]) != list(last.prompt_ids) + list(last.action_ids):
-                raise ValueError(f"episode {i}: this turn's prompt does not extend the last "
-                                 "prompt and answer, so the cache cannot continue it")
-            out.append(list(ids[held:]))
-        return out
+        # RolloutEngine._turn_prompt builds each prompt as the last prompt +
+        # answer + the template's continuation, so the new tokens are its tail.
+        return [list(ids[len(episodes[i].turns[-1].prompt_ids)
+                         + len(episodes[i].turns[-1].action_ids):])
+                for i, ids in zip(live, prompt_ids)]
 
     def state_for(self, sampler, rows: Sequence[int]):
         """The sampler state of episodes ``rows`` (every row's episode has
