@@ -56,6 +56,23 @@ def _is_name(text: str) -> bool:
     return re.fullmatch(r"[a-z]+ \d+", text) is not None
 
 
+_LESSON_HEAD = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>go to [a-z]+ \d+(?: > go to [a-z]+ \d+)*)")
+
+
+def about_room(text: str, room: str) -> str:
+    """The lesson ``text`` begins with ("mug: go to countertop 2 > ..."),
+    stated about ``room`` (a room line) whatever room, if any, the text
+    names after it: experience.bank.lesson_room=episode stamps the room of
+    the episode a lesson was distilled from, so a lesson is filed under the
+    household it was learnt in even when the extractor garbles the long room
+    list. A text that does not begin as a lesson stays as it is."""
+    m = _LESSON_HEAD.match(text.strip())
+    if not m or not room:
+        return text
+    homes = tuple(h.removeprefix("go to ") for h in m.group("homes").split(" > "))
+    return Lesson(m.group("otype"), tuple(r.strip() for r in room.split(",")), homes).text
+
+
 def room_of(first_observation: str) -> tuple[str, ...]:
     """The room a lesson is about, from an episode's first observation."""
     return tuple(sorted(room_receptacles(first_observation)))

@@ -8,6 +8,7 @@ INDEX_DTYPES = ("f32", "bf16", "f16")
 RECENCY_CLOCKS = ("steps", "seconds")
 ENTRY_FORMATS = ("any", "title_content")
 RETRIEVAL_KEYS = ("text", "title", "lesson")
+LESSON_ROOMS = ("written", "episode")
 DIVERSITY_SCORES = ("similarity", "rank")  # Eq. 6's s_rank (diversification.py)
 
 
@@ -82,6 +83,14 @@ class ExperienceConfig:
     task it says it is for, not by the words its plan shares with the room.
     "lesson" (ALFWorld households, beyond the paper): a lesson by its object
     type and room, against the goal's object and the episode's room."""
+    lesson_room: str = "written"
+    """The room a stored lesson is filed under (ALFWorld households, with
+    retrieval_key="lesson"). "written": the room the extractor wrote, the
+    entry as written (the paper stores the extractor's text). "episode"
+    (beyond the paper): the room of the episode the lesson was distilled
+    from, stamped by the host (alfworld_lessons.about_room), so the
+    extractor's task is the lesson's homes, not copying a 7-16 receptacle
+    list. Texts that are no lesson are stored as written either way."""
     min_similarity: float = -1.0
     """Candidates whose cosine similarity to the query is below this are not
     returned, so a query with no entry this close reads nothing (beyond the
@@ -166,6 +175,9 @@ class ExperienceConfig:
         if self.retrieval_key not in RETRIEVAL_KEYS:
             raise ValueError(f"ExperienceConfig.retrieval_key must be one of {RETRIEVAL_KEYS}, "
                              f"got {self.retrieval_key!r}")
+        if self.lesson_room not in LESSON_ROOMS:
+            raise ValueError(f"ExperienceConfig.lesson_room must be one of {LESSON_ROOMS}, "
+                             f"got {self.lesson_room!r}")
         if not -1.0 <= float(self.min_similarity) <= 1.0:
             raise ValueError(f"ExperienceConfig.min_similarity must be in [-1, 1] (a cosine), "
                              f"got {self.min_similarity!r}")

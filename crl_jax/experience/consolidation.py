@@ -121,7 +121,7 @@ def consolidate_episode(manager, record: EpisodeRecord) -> ConsolidationReport:
     reply = _call_extractor(manager, ExtractionRequest("consolidate", tuple(shown), record.goal,
                                                        record.trajectory, record.success,
                                                        room=record.room))
-    writes, rejected = _planned_writes(reply.response, shown, config)
+    writes, rejected = _planned_writes(reply.response, shown, config, record.room)
     manager.count("ops_rejected", len(rejected))
     manager.count("calls_malformed", 1 if rejected else 0)
     for reason in rejected:
@@ -156,17 +156,21 @@ def _credit_calls(manager, record: EpisodeRecord, guiding: Entry | None) -> None
         manager.training_buffer.credit(key, record.success, record.outcome_baseline)
 
 
-def _planned_writes(response: str, shown: list[Entry], config: ExperienceConfig
+def _planned_writes(response: str, shown: list[Entry], config: ExperienceConfig, room: str = ""
                     ) -> tuple[list[tuple[AddOperation | UpdateOperation, list[int]]], list[str]]:
     """The extractor's operations to apply, each with the ids of the shown
     entries it rewrites, and the reasons for those rejected (malformed, or an
-    update of an entry an earlier operation of this call already changed)."""
+    update of an entry an earlier operation of this call already changed).
+    With lesson_room="episode", lessons are filed under the episode's ``room``."""
     parsed = parse_operations(response, len(shown), config.max_ops_per_call, config.max_entry_chars,
                               config.entry_format == "title_content")
     rejected = list(parsed.rejected)
     writes = []
     used_ids: set[int] = set()
     for op in parsed.operations:
+        if config.lesson_room == "episode" and isinstance(op, (AddOperation, UpdateOperation)):
+            from crl_jax.envs.alfworld_lessons import about_room  # ALFWorld households' lessons
+            op = dataclasses.replace(op, text=about_room(op.text, room))
         if isinstance(op, UpdateOperation):
             ids = [shown[i].id for i in op.indices]
             if used_ids & set(ids):

@@ -30,11 +30,16 @@ game there, as a floorplan's lessons do in real ALFWorld.
   retrieval_key=lesson: the goal's object and the episode's room against
   each lesson's) with a floor of 0.99, so a guided episode reads the lesson
   for its own type and room or nothing (another type's lesson of the same
-  room scores at most 0.985 with the hashing embedder); the merge combines
+  room scores at most 0.985 with the hashing embedder). A lesson is filed
+  under the room of the episode it was distilled from (experience.bank.
+  lesson_room=episode): the tiny extractor reads where the object lay but
+  garbles a 7-16 receptacle list it must copy, and a lesson filed under a
+  garbled room is found by no episode; the merge combines
   the lessons of one type and room by their homes' votes (experience.
   merger=lessons), over the whole bank at once (merge_chunk 256). Both are
   beyond the paper: `--experience.bank.retrieval_key=text
-  --experience.bank.min_similarity=-1` is the paper's retrieval.
+  --experience.bank.min_similarity=-1 --experience.bank.lesson_room=written`
+  is the paper's retrieval and storage.
 - Everything else as alfworld_cpu (tiny models, warm start sizes, tiny_rl).
 """
 import dataclasses
@@ -50,7 +55,7 @@ def get_config():
                      households=40, pool_households=8, unseen_households=8, home_rate=0.5)
     cfg = tiny_rl(cfg, demos=1000, actor_steps=1200, eval_every=5, task_pool=0, sdae=True)
     bank = dataclasses.replace(cfg.experience.bank, retrieval_key="lesson", min_similarity=0.99,
-                               merge_chunk=256)
+                               merge_chunk=256, lesson_room="episode")
     return dataclasses.replace(
         cfg, warm_start=dataclasses.replace(
             cfg.warm_start, guided_source="lesson"),
