@@ -2,13 +2,16 @@
 floor that says "nothing fits" for a room the bank has never seen, merged
 by their homes' votes, and written from trajectories; checked against
 hand-made entries and cosines computed here with NumPy."""
+import json
+
 import numpy as np
 import pytest
 
 from crl_jax.envs.alfworld_households import households
-from crl_jax.envs.alfworld_lessons import (Lesson, goal_object, lesson_index, lesson_query,
-                                           merge_lessons, true_lesson)
-from crl_jax.experience import AddEntry, ExperienceBank, ExperienceConfig, ExperienceManager, HashingEmbedder
+from crl_jax.envs.alfworld_lessons import (Lesson, about_room, goal_object, lesson_index,
+                                           lesson_query, merge_lessons, true_lesson)
+from crl_jax.experience import (AddEntry, EpisodeRecord, ExperienceBank, ExperienceConfig,
+                                ExperienceManager, ExtractorReply, HashingEmbedder)
 from crl_jax.experience.operations import index_text, query_text
 from crl_jax.rl import prompts
 from crl_jax.training.lesson_demos import trajectory_lesson
@@ -39,11 +42,12 @@ def test_a_lesson_is_indexed_by_type_and_room_and_queried_by_goal_and_room():
     assert index_text("not a lesson", "lesson") == "not a lesson"
 
 
-def _bank(floor: float, emb):
+def _bank(floor: float, emb, extractor=None, lesson_room: str = "written"):
     config = ExperienceConfig(workers=1, top_k=1, retrieval_key="lesson", min_similarity=floor,
-                              diversity_lambda=0.0)
+                              diversity_lambda=0.0, lesson_room=lesson_room)
     bank = ExperienceBank(config, emb.dim)
-    return bank, ExperienceManager(bank, emb, clock=lambda: 0.0, synchronous=True)
+    return bank, ExperienceManager(bank, emb, extractor=extractor, clock=lambda: 0.0,
+                                   synchronous=True)
 
 
 def test_the_floor_finds_the_own_lesson_and_nothing_for_an_unseen_household():
@@ -112,3 +116,55 @@ def test_a_trajectory_supports_the_lesson_of_where_its_goal_was_found():
     # a pick of another object is no evidence; a game that never found it gives none
     other = _demo(["take mug 1 from cabinet 1"], ["You pick up the mug 1 from the cabinet 1."])
     assert trajectory_lesson(other) is None
+
+
+def test_about_room_files_the_lessons_homes_under_the_given_room():
+    room = ", ".join(ROOM)
+    garbled = "apple: go to countertop 1 > go to fridge 1 (room: cabinet 1, go to fridge 1 (room: cab"
+    assert about_room(garbled, room) == (
+        "apple: go to countertop 1 > go to fridge 1 "
+        "(room: cabinet 1, countertop 1, fridge 1, sinkbasin 1)")
+    assert about_room("mug: go to cabinet 1", room) == Lesson("mug", ROOM, ("cabinet 1",)).text
+    # no lesson at its head (a plan, a broken type or home): as written; no room: as written
+    for text in ("go to fridge 1 > take apple 1", "e, cabinet 3 (room: x",
+                 "mug: go to cabinetom: go to cabinet 1 (room: cabinet 1)"):
+        assert about_room(text, room) == text
+    assert about_room("mug: go to cabinet 1 (room: x)", "") == "mug: go to cabinet 1 (room: x)"
+
+
+@pytest.mark.parametrize("lesson_room", ["written", "episode"])
+def test_consolidation_files_a_lesson_under_the_episodes_room_when_asked(lesson_room):
+    """The extractor garbles the room; with lesson_room=episode the stored
+    lesson names the episode's room and the episode's next query finds it,
+    as written nothing finds it. An update is stamped likewise."""
+    garbled = "apple: go to fridge 1 (room: cabinet 1, fridge 1 (room: sink"
+    answers = [[{"op": "add", "entry": garbled}],
+               [{"op": "update", "indices": [0], "entry": "apple: go to countertop 1 (room: x 1)"}]]
+    seen = []
+
+    def extractor(request):
+        seen.append(request)
+        return ExtractorReply(f"prompt {len(seen)}", json.dumps(answers[len(seen) - 1]))
+    emb = HashingEmbedder(256)
+    bank, manager = _bank(0.99, emb, extractor, lesson_room)
+    room, goal = ", ".join(ROOM), "put a hot apple in fridge"
+    with bank, manager:
+        manager.submit_episode(EpisodeRecord(goal, "traj", True, "t", room=room)).result(5)
+        bank.flush()
+        texts = [e.text for e in bank.snapshot.entries.values()]
+        found = manager.retrieve(lesson_query(goal, room), "t")
+        if lesson_room == "written":
+            assert texts == [garbled] and found == []
+            return
+        assert texts == [Lesson("apple", ROOM, ("fridge 1",)).text]
+        assert [r.entry.text for r in found] == texts
+        manager.submit_episode(EpisodeRecord(goal, "traj", False, "t", guiding_entry_id=found[0].entry.id,
+                                             room=room)).result(5)
+        bank.flush()
+        assert [e.text for e in bank.snapshot.entries.values()] == [
+            Lesson("apple", ROOM, ("countertop 1",)).text]
+
+
+def test_lesson_room_is_checked():
+    with pytest.raises(ValueError, match="lesson_room must be one of"):
+        ExperienceConfig(lesson_room="guessed")
