@@ -17,6 +17,7 @@ from crl_jax.rl.learner import OptimConfig
 from crl_jax.rl.rollout import RolloutConfig
 from crl_jax.training.controls import MOVED_KEYS, ControlSpec
 from crl_jax.training.env_spec import EnvSpec
+from crl_jax.training.warm_start_spec import WarmStartSpec
 from crl_jax.training.experience_modes import (
     EXPERIENCE_MODES,
     ExperienceMode,
@@ -187,77 +188,6 @@ class AdvantageSpec:
 
 
 @dataclasses.dataclass(frozen=True)
-class WarmStartSpec:
-    demos: int = 200  # expert episodes for supervised warm start
-    actor_steps: int = 60
-    """Supervised steps of the actor's warm start."""
-    actor_lr: float = 3e-3
-    """Learning rate of the actor's supervised warm start."""
-    extractor_steps: int = 40
-    """Supervised steps of the extractor's warm start."""
-    extractor_lr: float = 3e-3
-    """Learning rate of the extractor's supervised warm start."""
-    batch: int = 32
-    """Sequences per supervised warm-start step."""
-    recovery_fraction: float = 0.2  # demo turns duplicated with a rejected action in history
-    guided_fraction: float = 0.5
-    """Share of the actor's demonstrations that carry an experience line."""
-    guided_source: str = "own:2,noisy1:1,peer:1"
-    """Where a guided demonstration's line comes from, as source:weight pairs:
-    own (the game's own plan, followed by the informed expert), noisyK (that
-    plan with K wrong steps), peer (another game's plan, which the expert
-    ignores), peerseen (ALFWorld: a peer whose taken objects this game shows,
-    of another type than the goal's), swap (ALFWorld: the own plan naming
-    another object the game shows, ignored). See
-    crl_jax/training/guided_demos.py."""
-    guided_contrast: bool = False
-    """Each guided game gives two demonstrations, one with a line the expert
-    follows and one with a line it ignores (both drawn from guided_source,
-    which must have both kinds), the same game on both sides: the only cue
-    that tells them apart is whether the line is the game's own plan."""
-    # Copies of each decisive (non-navigation) demo turn. Navigation is most of
-    # an expert's turns, so a tiny actor learns "go to" first and walks past a
-    # visible target; repeating take/open/move/... turns balances the decisions.
-    decision_repeat: int = 1
-    # Share of unguided actor demos (and of extractor demos) that open with a
-    # search-and-ask call and its answer: without it the tiny actor never
-    # calls the tool (experience.search_and_ask stays inert).
-    ask_fraction: float = 0.0
-    judge_fraction: float = 0.0
-    """Share of guided actor demonstrations that also teach judging their line
-    (experience.actor_critic): "accept" for the game's own plan (and noisyK),
-    "reject" for another game's. 0: no judging is taught."""
-    extractor_missteps: float = 0.0
-    """Share of won demos whose extractor sample is repeated with one or two
-    actions the game rejected ("... -> Nothing happens.") put into the
-    trajectory, the answer still the clean game's plan: the actor's
-    trajectories in RL have such steps and expert ones never do. 0: none."""
-    extractor_room_jitter: float = 0.0
-    """Households: share of the extractor's warm-start pairs whose room line,
-    in the prompt and in the target lesson alike, is re-drawn (receptacles
-    the trajectory never names dropped or others added), so the room can
-    only be copied from the prompt, not recalled from the warm start's few
-    households. 0: every pair states its household's own room."""
-    vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
-    # One token per digit in that tokenizer: ids and numbers read the same
-    # wherever they appear, so copying one (WebShop's product ids) is a
-    # per-character pattern rather than a set of merged digit chunks. (The
-    # tiny actor copies no better with it: docs/FINDINGS.md, "WebShop alone
-    # and SWE-Bench: not run".)
-    split_digits: bool = False
-    # The seed of everything before RL: the generated game pools (train and
-    # eval), the demonstrations, the tokenizer, the tiny models' init, the SFT
-    # order and train.task_pool. train.seed only drives RL, so runs that differ
-    # only in it start from one warm-started model on the same tasks, as paper
-    # runs all start from one pretrained checkpoint. (The figure sweeps set
-    # both: each figure seed is its own warm start.)
-    seed: int = 0
-    # Reuse warm starts across runs of the same setting (crl_jax/training/warm_cache.py);
-    # "" = always train. Arms of a comparison then share one warm-started actor.
-    cache_dir: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
 class TrainSpec:
     steps: int = 30
     """RL steps of the run."""
@@ -380,17 +310,13 @@ class RunConfig:
             raise ValueError("experience.trajectory_obs_chars must be >= 0 (0 = whole observations)")
         if not 0.0 <= self.experience.guided_fraction <= 1.0:
             raise ValueError("experience.guided_fraction must be in [0, 1]")
-        if not 0.0 <= self.warm_start.guided_fraction <= 1.0:
-            raise ValueError("warm_start.guided_fraction must be in [0, 1]")
         from crl_jax.training.guided_demos import parse_mix
         parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
-        if not 0.0 <= self.warm_start.ask_fraction <= 1.0:
-            raise ValueError("warm_start.ask_fraction must be in [0, 1]")
-        if not 0.0 <= self.warm_start.judge_fraction <= 1.0:
-            raise ValueError("warm_start.judge_fraction must be in [0, 1]")
-        for key in ("extractor_missteps", "extractor_room_jitter"):
-            if not 0.0 <= getattr(self.warm_start, key) <= 1.0:
-                raise ValueError(f"warm_start.{key} must be in [0, 1]")
+        if not self.warm_start.extractor_writes_room and (
+                not self.env.households or self.experience.bank.lesson_room != "episode"):
+            raise ValueError("warm_start.extractor_writes_room=false teaches lessons that name "
+                             "no room: it needs env.households > 0 and "
+                             "experience.bank.lesson_room=episode, which files them")
         if self.experience.actor_critic and not self.experience.retrieves:
             raise ValueError("experience.actor_critic judges retrieved entries; "
                              "experience.mode=none retrieves none")

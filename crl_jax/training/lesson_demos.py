@@ -118,25 +118,35 @@ def _goal_type(demo: Demo) -> str:
 
 def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator,
                        failure_fraction: float = 0.5, shown_fraction: float = 0.5,
-                       max_shown: int = 2, room_jitter: float = 0.0) -> list[Sample]:
+                       max_shown: int = 2, room_jitter: float = 0.0, write_room: bool = True,
+                       wrong_picks: float = 0.0) -> list[Sample]:
     """The extractor's warm-start pairs for households (in place of
     warmstart.extractor_sft_samples' plans): each trajectory, and with
-    probability ``failure_fraction`` a copy cut short as a lost episode, ->
-    the lesson it supports; the prompt states the room and, with probability
-    ``shown_fraction``, lists 1-``max_shown`` other trajectories' lessons.
-    With probability ``room_jitter`` a pair's room is re-drawn
-    (``jittered_room``) in its prompt and its lesson alike."""
+    probability ``failure_fraction`` a copy cut short as a lost episode, and
+    with probability ``wrong_picks`` a copy that picks up another type
+    (``wrong_pick``), -> the lesson it supports; the prompt states the room
+    and, with probability ``shown_fraction``, lists 1-``max_shown`` other
+    trajectories' lessons. With probability ``room_jitter`` a pair's room is
+    re-drawn (``jittered_room``) in its prompt and its lesson alike. Without
+    ``write_room`` the answered lessons end before their room (the shown
+    ones keep it, as the bank's entries do)."""
 
     def cut(d: Demo, n: int) -> Demo:
         return dataclasses.replace(d, actions=d.actions[:n], observations=d.observations[:n + 1],
                                    won=False)
 
-    known = [x for d in demos if (x := trajectory_lesson(d))]
+    def written(lesson: str | None) -> str | None:
+        return lesson if lesson is None or write_room else lesson.split(" (room: ")[0]
+
+    known = [x for d in demos if (x := trajectory_lesson(d))]  # shown as the bank holds them
+    types = sorted({t for d in demos for t in _picked_types(d)})
     samples = []
     for d in demos:
         copies = [(d, None)]
         if len(d.actions) > 1 and rng.random() < failure_fraction:
             copies.append((cut(d, int(rng.integers(1, len(d.actions)))), "cut"))
+        if wrong_picks and rng.random() < wrong_picks and (wrong := wrong_pick(d, types, rng)):
+            copies.append((wrong, "wrong pick"))
         for shown_demo, _ in copies:
             shown = []
             if known and rng.random() < shown_fraction:
@@ -149,7 +159,7 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                 lesson = lesson and dataclasses.replace(parse_lesson(lesson), room=room).text
             prompt = demo_extractor_prompt(shown_demo, shown=shown, room=", ".join(room))
             p = tokenizer.encode(prompt)
-            r = tokenizer.encode(extractor_response(lesson)) + [tokenizer.eos_id]
+            r = tokenizer.encode(extractor_response(written(lesson))) + [tokenizer.eos_id]
             samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
     return samples
 
@@ -168,6 +178,28 @@ def jittered_room(room: Sequence[str], keep: set[str], rng: np.random.Generator,
             n += 1
         out.add(f"{kind} {n}")
     return tuple(sorted(out))
+
+
+def wrong_pick(demo: Demo, types: Sequence[str], rng: np.random.Generator) -> Demo | None:
+    """``demo`` up to its first pick-up of the goal's type, which takes an
+    object of another of ``types`` from the same receptacle instead; the game
+    ends there, lost (the lesson it supports: none). None when the demo never
+    picks up the goal's type or no other type is known."""
+    goal = _goal_type(demo)
+    others = [t for t in types if t != goal]
+    for i, obs in enumerate(demo.observations[1:]):
+        m = PICK.match(obs.strip())
+        if m and kind_of(m.group(1)) == goal and others:
+            other = f"{others[int(rng.integers(len(others)))]} 1"
+            return dataclasses.replace(
+                demo, actions=[*demo.actions[:i], f"take {other} from {m.group(2)}"],
+                observations=[*demo.observations[:i + 1],
+                              f"You pick up the {other} from the {m.group(2)}."], won=False)
+    return None
+
+
+def _picked_types(demo: Demo) -> set[str]:
+    return {kind_of(m.group(1)) for obs in demo.observations[1:] if (m := PICK.match(obs.strip()))}
 
 
 def _named(demo: Demo) -> set[str]:

@@ -128,7 +128,9 @@ _ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0,
                        ("warm_start", "extractor_missteps"): 0.0, ("actor", "attention_chunk"): 0,
                        ("extractor", "attention_chunk"): 0,
                        ("warm_start", "guided_contrast"): False,
-                       ("warm_start", "extractor_room_jitter"): 0.0}
+                       ("warm_start", "extractor_room_jitter"): 0.0,
+                       ("warm_start", "extractor_writes_room"): True,
+                       ("warm_start", "extractor_wrong_picks"): 0.0}
 
 
 def warm_start_key(cfg: RunConfig) -> str:

@@ -25,7 +25,12 @@ game there, as a floorplan's lessons do in real ALFWorld.
   below never hands one over, and with them in the mix the tiny actor
   learnt to ignore every line (docs/FINDINGS.md, "Households: an actor that
   reads its lesson"). The extractor's warm start writes the lesson a
-  trajectory supports, won or lost.
+  trajectory supports, won or lost, as its type and homes alone (the bank
+  files it under the episode's room, below), and answers "no lesson" for a
+  quarter of the trajectories repeated with the goal's pick-up replaced by
+  another type's (warm_start.extractor_writes_room=false,
+  extractor_wrong_picks=0.25): the actor picks the wrong object in RL, the
+  expert never, and the extractor wrote lessons about whatever it picked.
 - The bank finds a lesson by its type and room (experience.bank.
   retrieval_key=lesson: the goal's object and the episode's room against
   each lesson's) with a floor of 0.99, so a guided episode reads the lesson
@@ -58,5 +63,6 @@ def get_config():
                                merge_chunk=256, lesson_room="episode")
     return dataclasses.replace(
         cfg, warm_start=dataclasses.replace(
-            cfg.warm_start, guided_source="lesson"),
+            cfg.warm_start, guided_source="lesson", extractor_writes_room=False,
+            extractor_wrong_picks=0.25),
         experience=dataclasses.replace(cfg.experience, merger="lessons", bank=bank))

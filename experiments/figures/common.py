@@ -215,7 +215,11 @@ def arm_config(arm: Arm):
 # The warm-start setting only the extractor's SFT reads (the actor's has its
 # own samples and generator: warm_stage._train_actor), and its value before it
 # existed: arms without an extractor do not read it.
-EXTRACTOR_ONLY_WARM_START, EXTRACTOR_ONLY_NEUTRAL = "extractor_missteps", 0.0
+# Warm-start settings that shape only the extractor, each at the value that
+# leaves its samples as before (the actor trains from its own generator).
+EXTRACTOR_ONLY_WARM_START = (("extractor_missteps", 0.0), ("extractor_room_jitter", 0.0),
+                             ("extractor_writes_room", True), ("extractor_wrong_picks", 0.0))
+EXTRACTOR_ONLY = tuple(name for name, _ in EXTRACTOR_ONLY_WARM_START)
 
 
 def stale_settings(arm: Arm, directory: str) -> list[str]:
@@ -239,12 +243,11 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
         return [f"config.json no longer loads ({err})"]
     key_then = recorded_warm_start(directory)
     key_now = key_in_scheme_of(key_then, cfg) if key_then else None
-    extractor_only = f"warm_start.{EXTRACTOR_ONLY_WARM_START}"
-    if key_then and key_then != key_now and unread(extractor_only, now):
+    if key_then and key_then != key_now and unread(f"warm_start.{EXTRACTOR_ONLY[0]}", now):
         # An arm without an extractor starts from the same actor whatever the
         # extractor-only inputs are: a record from the key without them is as current.
         neutral = dataclasses.replace(cfg, warm_start=dataclasses.replace(
-            cfg.warm_start, **{EXTRACTOR_ONLY_WARM_START: EXTRACTOR_ONLY_NEUTRAL}))
+            cfg.warm_start, **dict(EXTRACTOR_ONLY_WARM_START)))
         if key_in_scheme_of(key_then, neutral) == key_then:
             key_now = key_then
     warm = ([f"warm start: {key_then} -> {key_now}"]
@@ -262,13 +265,13 @@ def unread(key: str, flat: dict) -> bool:
     retuning the experience pipeline or its controls leaves its runs valid; nor does an oracle
     arm (no bank, no extractor) read whether the pipeline is synchronous,
     any experience.extractor_* setting, the bank's settings or the merge's;
-    neither arm loads the extractor, so
-    neither reads its warm start's warm_start.extractor_missteps. A run
+    neither arm loads the extractor, so neither reads its warm start's
+    extractor-only settings (EXTRACTOR_ONLY). A run
     without households (env.households=0) reads none of their settings."""
     if key in HOUSEHOLD_KEYS and not flat.get("env.households"):
         return True
     mode = flat.get("experience.mode")
-    if mode in ("none", "oracle") and key == f"warm_start.{EXTRACTOR_ONLY_WARM_START}":
+    if mode in ("none", "oracle") and key.removeprefix("warm_start.") in EXTRACTOR_ONLY:
         return True
     if mode == "oracle" and (key == "experience.sync" or key.startswith(
             ("experience.extractor_", "experience.bank.", "experience.merge"))):

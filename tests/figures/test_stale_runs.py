@@ -58,6 +58,27 @@ def test_extractor_settings_do_not_make_an_oracle_run_stale(tmp_path):
         assert common.stale_settings(arm, out) == stale
 
 
+def test_extractor_only_warm_start_settings_leave_arms_without_an_extractor_current(tmp_path):
+    """A households run recorded from the warm start made before the
+    extractor's lesson settings changed: GRPO and the oracle read no
+    extractor, so they stay; Comp. RL is rerun from the new warm start."""
+    from crl_jax.training.config_io import apply_overrides, save_config_json
+    from crl_jax.training.warm_cache import record_warm_start, warm_start_key
+    before = ["warm_start.extractor_writes_room=true", "warm_start.extractor_wrong_picks=0"]
+    for mode, stale in (("none", False), ("oracle", False), ("comp_rl", True)):
+        extra = ("controls.oracle_source=lesson",) if mode == "oracle" else ()
+        arm = common.Arm("x", "alfworld_households_cpu", (f"experience.mode={mode}", *extra), 0)
+        out = common.run_dir(arm, str(tmp_path))
+        os.makedirs(out)
+        old = apply_overrides(common.arm_config(arm), before)
+        save_config_json(old, os.path.join(out, "config.json"))
+        record_warm_start(out, warm_start_key(old))
+        diff = common.stale_settings(arm, out)
+        assert bool(diff) is stale, (mode, diff)
+        if stale:
+            assert diff[0].startswith("warm start: ") and "warm_start.extractor_wrong_picks: 0.0 -> 0.25" in diff
+
+
 def test_run_from_another_warm_start_is_stale(tmp_path):
     """The run records its warm-start key; a key built by other code today
     (the cache version) makes it stale; runs without the record are trusted."""

@@ -4,15 +4,17 @@ from the households they should; the oracle hands each game its
 household's true lesson, keyed per split; lesson demonstrations follow or
 ignore their line as their source says."""
 import dataclasses
+import re
 
 import numpy as np
 import pytest
 
 from crl_jax.envs.alfworld_households import household_index
-from crl_jax.envs.alfworld_lessons import parse_lesson, true_lesson
+from crl_jax.envs.alfworld_lessons import about_room, goal_object, parse_lesson, true_lesson
 from crl_jax.training.components import collect_demos, task_pool, task_sources
 from crl_jax.training.config_io import apply_overrides
-from crl_jax.training.lesson_demos import LessonBook, lesson_demo
+from crl_jax.training.lesson_demos import LessonBook, lesson_demo, trajectory_lesson, wrong_pick
+from crl_jax.training.warmstart import Demo
 from crl_jax.training.oracle import oracle_entries
 from crl_jax.training.tasks import household_split
 from experiments.configs import load_preset
@@ -173,7 +175,7 @@ def test_a_households_run_reports_seen_unseen_and_its_lessons(mode, tmp_path):
         assert last["lessons/count"] >= 0 and 0.0 <= last["lessons/coverage"] <= 1.0
 
 
-def _pairs(cfg, jitter):
+def _pairs(cfg, jitter, **kw):
     import json
     import re
 
@@ -185,14 +187,54 @@ def _pairs(cfg, jitter):
     train = task_sources(cfg, "generated", None, 30)[0]
     demos = collect_demos(cfg, [train])
     out = []
-    for s in lesson_sft_samples(demos, tok, np.random.default_rng(0), room_jitter=jitter):
+    for s in lesson_sft_samples(demos, tok, np.random.default_rng(0), room_jitter=jitter, **kw):
         cut = s.loss_mask.index(1)
         prompt, answer = tok.decode(s.tokens[:cut]), tok.decode(s.tokens[cut:-1])
         room = tuple(re.search(r"room: (.+)", prompt).group(1).strip().split(", "))
         ops = json.loads(answer)
-        lesson = parse_lesson(ops[0]["entry"]) if ops[0]["op"] == "add" else None
-        out.append((prompt, room, lesson))
+        entry = ops[0]["entry"] if ops[0]["op"] == "add" else None
+        lesson = parse_lesson(about_room(entry, ", ".join(room))) if entry else None
+        out.append((prompt, room, lesson, entry))
     return demos, out
+
+
+def test_the_extractor_learns_homes_without_the_room_and_no_lesson_from_a_wrong_pick(cfg):
+    """writes_room=false: each answer is its lesson's type and homes alone,
+    the lesson as written with the room, and the shown lessons keep their
+    room (as the bank's do); wrong_picks=1: every demo that picks its goal
+    type also appears cut at a pick of another type, answered with no lesson."""
+    demos, with_room = _pairs(cfg, 0.0)
+    _, bare = _pairs(cfg, 0.0, write_room=False)
+    assert len(bare) == len(with_room)
+    for (prompt, _, lesson, _), (prompt2, _, lesson2, entry2) in zip(with_room, bare):
+        assert prompt == prompt2 and lesson == lesson2
+        assert entry2 is None or (" (room: " not in entry2 and entry2 == lesson.text.split(" (room: ")[0])
+    assert any("(room: " in p for p, *_ in bare)  # shown lessons name their room
+    _, wrong = _pairs(cfg, 0.0, write_room=False, wrong_picks=1.0)
+
+    def ends_picking_another_type(prompt: str) -> bool:
+        goal = goal_object(re.search(r"goal: (.+)", prompt).group(1))
+        takes = re.findall(r"take ([a-z]+) \d+ from [a-z]+ \d+ -> You pick up", prompt)
+        return bool(takes) and takes[-1] != goal
+    extra = [(prompt, lesson) for prompt, _, lesson, _ in wrong if ends_picking_another_type(prompt)]
+    picked = [d for d in demos if trajectory_lesson(d)]
+    assert len(extra) == len(picked) > 0 and all(lesson is None for _, lesson in extra)
+    assert not any(ends_picking_another_type(prompt) for prompt, *_ in bare)
+
+
+def test_a_wrong_pick_by_hand():
+    first = ("-= Welcome =-\n\nYou are in the middle of a room. Looking quickly around you, you "
+             "see a cabinet 1, a countertop 1, and a fridge 1.\n\nYour task is to: x")
+    demo = Demo("alfworld", 0, "put a clean apple in fridge", [
+        first, "You arrive at countertop 1. On the countertop 1, you see a apple 1.",
+        "You pick up the apple 1 from the countertop 1.", "You arrive at fridge 1."],
+        ["go to countertop 1", "take apple 1 from countertop 1", "go to fridge 1"], True)
+    wrong = wrong_pick(demo, ["apple", "mug"], np.random.default_rng(0))
+    assert wrong.actions == ["go to countertop 1", "take mug 1 from countertop 1"]
+    assert wrong.observations == [*demo.observations[:2], "You pick up the mug 1 from the countertop 1."]
+    assert not wrong.won and trajectory_lesson(wrong) is None
+    assert trajectory_lesson(demo) == "apple: go to countertop 1 (room: cabinet 1, countertop 1, fridge 1)"
+    assert wrong_pick(demo, ["apple"], np.random.default_rng(0)) is None  # no other type known
 
 
 def test_the_extractors_room_jitter_redraws_the_room_in_prompt_and_lesson_alike(cfg):
@@ -201,12 +243,12 @@ def test_the_extractors_room_jitter_redraws_the_room_in_prompt_and_lesson_alike(
 
     demos, plain = _pairs(cfg, 0.0)
     households = {room_of(d.observations[0]) for d in demos}
-    assert all(room in households for _, room, _ in plain)  # each pair states its own room
+    assert all(room in households for _, room, *_ in plain)  # each pair states its own room
     _, jittered = _pairs(cfg, 1.0)
-    lessons = [(room, lesson) for _, room, lesson in jittered if lesson]
+    lessons = [(room, parse_lesson(entry)) for _, room, _, entry in jittered if entry]
     assert lessons and all(lesson.room == room for room, lesson in lessons)  # copied, not recalled
     assert all(set(lesson.homes) <= set(room) for room, lesson in lessons)
-    assert sum(room not in households for _, room, _ in jittered) > len(jittered) // 2
+    assert sum(room not in households for _, room, *_ in jittered) > len(jittered) // 2
     # By hand: kept receptacles stay, added ones take a kind's next free number.
     rng = np.random.default_rng(3)
     room = ("cabinet 1", "cabinet 2", "fridge 1", "sinkbasin 1")
@@ -218,3 +260,7 @@ def test_the_extractors_room_jitter_redraws_the_room_in_prompt_and_lesson_alike(
                          "sinkbasin 3", "cabinet 5") for a in added)
     with pytest.raises(ValueError, match="extractor_room_jitter"):
         apply_overrides(cfg, ["warm_start.extractor_room_jitter=2"])
+    with pytest.raises(ValueError, match="extractor_wrong_picks"):
+        apply_overrides(cfg, ["warm_start.extractor_wrong_picks=-1"])
+    with pytest.raises(ValueError, match="lesson_room=episode"):
+        apply_overrides(cfg, ["experience.bank.lesson_room=written"])

@@ -213,6 +213,8 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     assert fields["actor"].pop("attention_chunk") == fields["extractor"].pop("attention_chunk") == 0
     assert fields["warm_start"].pop("guided_contrast") is False
     assert fields["warm_start"].pop("extractor_room_jitter") == 0.0
+    assert fields["warm_start"].pop("extractor_writes_room") is True
+    assert fields["warm_start"].pop("extractor_wrong_picks") == 0.0
     assert fields["demo_pool_excluded"] == 4  # these tests' pool, not the preset's 16: hashed
     assert fields.pop("households") == ()  # no households: not hashed
     blob = json.dumps(fields, sort_keys=True).encode()
@@ -232,6 +234,10 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     jitter = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
                                                                         extractor_room_jitter=0.5))
     assert key_of(jitter) not in (base, key_of(contrast))
+    for change in (dict(extractor_writes_room=False), dict(extractor_wrong_picks=0.25)):
+        changed = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
+                                                                             **change))
+        assert key_of(changed) not in (base, key_of(jitter))
     # another RL pool leaves other games to demonstrate: another warm start
     pools = {warm_start_key(_cfg(tmp_path, "warm_start.extractor_missteps=0", *o)) for o in
              ((), ("train.task_pool=16",), ("train.task_pool=32",), ("train.pool_disjoint=false",))}
@@ -245,7 +251,9 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     for section, name in (("warm_start", "judge_fraction"), ("warm_start", "extractor_missteps"),
                           ("actor", "attention_chunk"), ("extractor", "attention_chunk"),
                           ("warm_start", "guided_contrast"),
-                          ("warm_start", "extractor_room_jitter")):
+                          ("warm_start", "extractor_room_jitter"),
+                          ("warm_start", "extractor_writes_room"),
+                          ("warm_start", "extractor_wrong_picks")):
         fields[section].pop(name)
     blob = json.dumps(fields, sort_keys=True).encode()
     assert key_of(preset_pool) == f"alfworld_cpu-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"

@@ -1,0 +1,94 @@
+"""The warm start's settings (the supervised stage before RL), one frozen
+dataclass of the run configuration (crl_jax/training/config.py)."""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmStartSpec:
+    demos: int = 200  # expert episodes for supervised warm start
+    actor_steps: int = 60
+    """Supervised steps of the actor's warm start."""
+    actor_lr: float = 3e-3
+    """Learning rate of the actor's supervised warm start."""
+    extractor_steps: int = 40
+    """Supervised steps of the extractor's warm start."""
+    extractor_lr: float = 3e-3
+    """Learning rate of the extractor's supervised warm start."""
+    batch: int = 32
+    """Sequences per supervised warm-start step."""
+    recovery_fraction: float = 0.2  # demo turns duplicated with a rejected action in history
+    guided_fraction: float = 0.5
+    """Share of the actor's demonstrations that carry an experience line."""
+    guided_source: str = "own:2,noisy1:1,peer:1"
+    """Where a guided demonstration's line comes from, as source:weight pairs:
+    own (the game's own plan, followed by the informed expert), noisyK (that
+    plan with K wrong steps), peer (another game's plan, which the expert
+    ignores), peerseen (ALFWorld: a peer whose taken objects this game shows,
+    of another type than the goal's), swap (ALFWorld: the own plan naming
+    another object the game shows, ignored). See
+    crl_jax/training/guided_demos.py."""
+    guided_contrast: bool = False
+    """Each guided game gives two demonstrations, one with a line the expert
+    follows and one with a line it ignores (both drawn from guided_source,
+    which must have both kinds), the same game on both sides: the only cue
+    that tells them apart is whether the line is the game's own plan."""
+    # Copies of each decisive (non-navigation) demo turn. Navigation is most of
+    # an expert's turns, so a tiny actor learns "go to" first and walks past a
+    # visible target; repeating take/open/move/... turns balances the decisions.
+    decision_repeat: int = 1
+    # Share of unguided actor demos (and of extractor demos) that open with a
+    # search-and-ask call and its answer: without it the tiny actor never
+    # calls the tool (experience.search_and_ask stays inert).
+    ask_fraction: float = 0.0
+    judge_fraction: float = 0.0
+    """Share of guided actor demonstrations that also teach judging their line
+    (experience.actor_critic): "accept" for the game's own plan (and noisyK),
+    "reject" for another game's. 0: no judging is taught."""
+    extractor_missteps: float = 0.0
+    """Share of won demos whose extractor sample is repeated with one or two
+    actions the game rejected ("... -> Nothing happens.") put into the
+    trajectory, the answer still the clean game's plan: the actor's
+    trajectories in RL have such steps and expert ones never do. 0: none."""
+    extractor_room_jitter: float = 0.0
+    """Households: share of the extractor's warm-start pairs whose room line,
+    in the prompt and in the target lesson alike, is re-drawn (receptacles
+    the trajectory never names dropped or others added), so the room can
+    only be copied from the prompt, not recalled from the warm start's few
+    households. 0: every pair states its household's own room."""
+    extractor_writes_room: bool = True
+    """Households: whether the extractor's warm-start lessons end with their
+    room ("mug: go to shelf 1 (room: ...)"). False: they state the type and
+    homes alone, and experience.bank.lesson_room=episode files them under
+    the episode's room, so the tiny extractor learns to read where the
+    goal's object was picked up rather than to copy a receptacle list."""
+    extractor_wrong_picks: float = 0.0
+    """Households: share of the extractor's warm-start pairs repeated with
+    the goal's pick-up replaced by one of another object type and the game
+    ending there, lost; the answer is no lesson. The actor picks the wrong
+    object in RL and the expert never does, and without such pairs the
+    extractor wrote a lesson about whatever was picked up. 0: none."""
+    vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
+    # One token per digit in that tokenizer: ids and numbers read the same
+    # wherever they appear, so copying one (WebShop's product ids) is a
+    # per-character pattern rather than a set of merged digit chunks. (The
+    # tiny actor copies no better with it: docs/FINDINGS.md, "WebShop alone
+    # and SWE-Bench: not run".)
+    split_digits: bool = False
+    # The seed of everything before RL: the generated game pools (train and
+    # eval), the demonstrations, the tokenizer, the tiny models' init, the SFT
+    # order and train.task_pool. train.seed only drives RL, so runs that differ
+    # only in it start from one warm-started model on the same tasks, as paper
+    # runs all start from one pretrained checkpoint. (The figure sweeps set
+    # both: each figure seed is its own warm start.)
+    seed: int = 0
+    # Reuse warm starts across runs of the same setting (crl_jax/training/warm_cache.py);
+    # "" = always train. Arms of a comparison then share one warm-started actor.
+    cache_dir: str = ""
+
+    def __post_init__(self):
+        for key in ("guided_fraction", "ask_fraction", "judge_fraction", "extractor_missteps",
+                    "extractor_room_jitter", "extractor_wrong_picks"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise ValueError(f"warm_start.{key} must be in [0, 1]")
