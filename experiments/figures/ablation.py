@@ -33,8 +33,16 @@ class Variant:
 
 def variant_arms(preset: str, budget: str, variants: Sequence[Variant],
                  kind: str = "ablation") -> list[common.Arm]:
-    return [settings.make_arm(v.label, preset, budget, v.extra, s, v.mode)
-            for v in variants for s in settings.seeds(budget, kind)]
+    """Each variant's arm per seed; a variant that only the tiny models can
+    run has none at the paper budget (settings.CpuOnlyVariant)."""
+    out = []
+    for v in variants:
+        try:
+            out += [settings.make_arm(v.label, preset, budget, v.extra, s, v.mode)
+                    for s in settings.seeds(budget, kind)]
+        except settings.CpuOnlyVariant:
+            continue
+    return out
 
 
 def variant_figure(name: str, title: str, preset: str, budget: str, root: str, out_dir: str,

@@ -29,7 +29,7 @@ RUN_SCRIPT = os.path.join(REPO, "experiments", "run.py")
 FIGURES_DIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(FIGURES_DIR, "out")
 DEFAULT_ROOT = os.path.join(FIGURES_DIR, "runs")  # the full budget's; records committed (publish.py)
-BUDGETS = ("quick", "full")
+BUDGETS = ("quick", "full", "paper")
 METRICS = "metrics.jsonl"
 # experiments/diagnostics/extractor_rl_gain.py's result for a run (the warm-started
 # extractor against the run's last checkpoint, on the same inputs): measured
@@ -336,7 +336,8 @@ def skip_if_finished(arm: Arm, root: str,
 
 def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
             runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
-            warm_cache: str | None = None, checkpoint_every: int = 0) -> ArmResult:
+            warm_cache: str | None = None, checkpoint_every: int = 0,
+            env_extra: Mapping[str, str] | None = None) -> ArmResult:
     """Runs one arm in a subprocess unless its run directory already holds a
     finished metrics.jsonl. An unfinished run with a checkpoint is resumed
     (--resume), and so is one that died before its first checkpoint (from step 0);
@@ -345,7 +346,8 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
     Warm starts are shared through <root>/warm_start_cache unless
     ``warm_cache`` says otherwise ("" = none). Output goes to <run dir>/run.log;
     <root>/<run name>.arm.json records the arm, its command and every
-    attempt's wall time. ``checkpoint_every``: see Arm.command."""
+    attempt's wall time. ``checkpoint_every``: see Arm.command. ``env_extra``:
+    variables set for the run's process (sweep.job_environment)."""
     out = run_dir(arm, root)
     skipped = skip_if_finished(arm, root)
     if skipped:
@@ -359,7 +361,7 @@ def run_arm(arm: Arm, root: str, timeout_s: float | None = None,
     if warm_cache is None:
         warm_cache = os.path.join(os.path.abspath(root), "warm_start_cache")
     cmd = arm.command(out, resume, warm_cache, checkpoint_every)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env_extra or {}))
     start = time.perf_counter()
     with open(os.path.join(out, "run.log"), "a", encoding="utf-8") as log:
         log.write(f"\n$ {' '.join(cmd)}\n")

@@ -31,15 +31,17 @@ from experiments.figures import common
 
 FULL_ROOT = common.DEFAULT_ROOT
 QUICK_DIR = os.path.join(common.REPO, "runs", "quick")
+PAPER_DIR = os.path.join(common.REPO, "runs", "paper")  # local, like the quick budget's
 RUNS_DRAWN = "runs_drawn"
 UNRECORDED = "unrecorded"  # a committed figure from before RUNS_DRAWN existed
 
 
 def default_places(budget: str) -> dict[str, str]:
     """Default run root, figure folder and results document of a budget."""
-    if common.check_budget(budget) == "quick":
-        return {"root": os.path.join(QUICK_DIR, "runs"), "out": os.path.join(QUICK_DIR, "out"),
-                "results": os.path.join(QUICK_DIR, "RESULTS.md")}
+    if common.check_budget(budget) in ("quick", "paper"):
+        place = QUICK_DIR if budget == "quick" else PAPER_DIR
+        return {"root": os.path.join(place, "runs"), "out": os.path.join(place, "out"),
+                "results": os.path.join(place, "RESULTS.md")}
     return {"root": FULL_ROOT, "out": common.DEFAULT_OUT,
             "results": os.path.join(common.REPO, "docs", "RESULTS.md")}
 

@@ -1,4 +1,5 @@
-"""Regenerates every figure and table of the paper at CPU scale, then docs/RESULTS.md.
+"""Regenerates every figure and table of the paper at CPU scale, then docs/RESULTS.md
+(or, with --budget=paper, on the checkpoint presets: BUILD.md "Figures at paper scale").
 
     python experiments/figures/reproduce.py --budget=quick [--only=fig6,table1]   # under runs/quick/
     python experiments/figures/reproduce.py --budget=full --dry_run   # arms and estimated time
@@ -6,6 +7,7 @@
     python experiments/figures/reproduce.py --budget=full --jobs=4 --seeds=0   # seed 0, 4 at a time
     python experiments/figures/reproduce.py --budget=full --runs=multitask3_cpu-s0-d9c1feb08b
     python experiments/figures/reproduce.py --budget=full --status   # what can be redrawn here
+    python experiments/figures/reproduce.py --budget=paper --dry_run   # checkpoint presets: hours
 
 Arms of all scripts are collected and deduplicated (one run per preset,
 overrides and seed), run one after another or --jobs at a time (finished
@@ -35,7 +37,7 @@ from experiments.figures.publish import (draft_dir, draw_and_publish, place, run
                                          status_lines)
 from experiments.figures import readme_block
 from experiments.figures.results_doc import write_results
-from experiments.figures.sweep import run_arms
+from experiments.figures.sweep import job_environment, run_arms
 
 # Every figure script, in the order RESULTS.md shows them. The studies live in
 # experiments/studies/, the paper's figures beside this file.
@@ -49,7 +51,11 @@ PAPER_FIGURES = tuple(n for n in SCRIPTS if n not in STUDIES)
 ALIASES = {"ladder": "oracle_ladder", "fig3": "fig3_pilot", "fig6": "fig6_success",
            "fig7": "fig7_actions", "table1": "table1_multitask", "fig5": "fig5_ablations"}
 
-flags.DEFINE_enum("budget", "quick", list(common.BUDGETS), "run budget")
+flags.DEFINE_enum("budget", "quick", list(common.BUDGETS), "run budget (paper: the figures' "
+                  "arms on the paper presets, checkpoints from $CRL_CHECKPOINTS; BUILD.md "
+                  "\"Figures at paper scale\")")
+flags.DEFINE_enum("profile", "released", ["released", "paper"], "--budget=paper: the presets' "
+                  "profile (released: the authors' code; paper: the paper's text)")
 flags.DEFINE_string("root", "", "directory of the run directories (default: the budget's, "
                     "experiments/figures/runs for full, runs/quick/runs for quick)")
 flags.DEFINE_string("out", "", "where the PNG and JSON go (default: experiments/figures/out for "
@@ -104,6 +110,46 @@ def collect_arms(mods, budget: str) -> list[common.Arm]:
     return common.dedupe_arms(a for m in mods for a in m.arms(budget))
 
 
+def with_arms(mods, budget: str, log=print) -> list:
+    """The modules that have arms at ``budget``: at "paper", those whose
+    presets all have a paper preset (the others are named, and left out)."""
+    kept = []
+    for m in mods:
+        if budget == "paper" and m.__name__.rsplit(".", 1)[-1] in STUDIES:
+            log(f"{m.__name__.rsplit('.', 1)[-1]}: no paper-scale arms (a study of the CPU "
+                "testbed, not a figure of the paper)")
+            continue
+        try:
+            m.arms(budget)
+        except settings.NoPaperPreset as err:
+            log(f"{m.__name__.rsplit('.', 1)[-1]}: no paper-scale arms ({err})")
+            continue
+        kept.append(m)
+    return kept
+
+
+def figure_hours(mods, arms: list[common.Arm], budget: str) -> dict[str, tuple[int, float]]:
+    """{figure script: (runs, device-hours)} over ``arms`` (an arm two
+    figures share counts in both)."""
+    hours = {a.key: a.est_s / 3600 for a in arms}
+    out = {}
+    for m in mods:
+        mine = [a for a in collect_arms([m], budget) if a.key in hours]
+        if mine:
+            out[m.__name__.rsplit(".", 1)[-1]] = (len(mine), sum(hours[a.key] for a in mine))
+    return out
+
+
+def paper_dry_run(mods, arms: list[common.Arm], budget: str) -> None:
+    """Each figure's device-hours (crl_jax/training/cost_model.py), then each arm's."""
+    hours = {a.key: a.est_s / 3600 for a in arms}
+    unit = f"{settings.ACCELERATOR}-hours"
+    for name, (runs, total) in figure_hours(mods, arms, budget).items():
+        print(f"  {total:8,.0f} {unit}  {runs:2d} runs  {name}")
+    for a in arms:
+        print(f"  {hours[a.key]:8,.0f} {unit}  {a.run_name}  {a.label}  {' '.join(a.overrides)}")
+
+
 def keep_arms(arms: list[common.Arm], flag: str, wanted: list[str], value) -> list[common.Arm]:
     """The arms whose ``value(arm)`` is in ``wanted`` (all when it is empty);
     a wanted value no arm has is an error that lists the valid ones."""
@@ -130,16 +176,23 @@ def make_all(mods, root: str, budget: str, out_dir: str, redraw=False) -> list[d
 
 def main(argv):
     del argv
-    mods = modules(FLAGS.only)  # whose arms run; every figure is drawn (results stay whole)
-    every_mod = modules([])
+    settings.set_paper_profile(FLAGS.profile)
+    mods = with_arms(modules(FLAGS.only), FLAGS.budget)  # whose arms run
+    every_mod = with_arms(modules([]), FLAGS.budget, log=lambda _: None)  # every figure is drawn
     every_arm = collect_arms(every_mod, FLAGS.budget)
     arms = collect_arms(mods, FLAGS.budget)
     arms = keep_arms(arms, "presets", FLAGS.presets, lambda a: a.preset)
     arms = keep_arms(arms, "seeds", FLAGS.seeds, lambda a: str(a.seed))
     arms = keep_arms(arms, "runs", FLAGS.runs, lambda a: a.run_name)
-    total_est = settings.sweep_estimate_s(arms)
-    print(f"{len(arms)} runs, estimated {total_est / 60:.0f} min on 2 cores with shared warm "
-          f"starts (budget {FLAGS.budget})")
+    if FLAGS.budget == "paper":
+        print(f"{len(arms)} runs, estimated {sum(a.est_s for a in arms) / 3600:,.0f} "
+              f"{settings.ACCELERATOR}-hours ({FLAGS.profile} profile; "
+              "crl_jax/training/cost_model.py's assumptions)")
+        if FLAGS.dry_run:
+            return paper_dry_run(mods, arms, FLAGS.budget)
+    else:
+        print(f"{len(arms)} runs, estimated {settings.sweep_estimate_s(arms) / 60:.0f} min on 2 "
+              f"cores with shared warm starts (budget {FLAGS.budget})")
     if FLAGS.dry_run:
         for a in arms:
             print(f"  {a.est_s / 60:5.1f} min alone  {a.run_name}  {a.label}  {' '.join(a.overrides)}")
@@ -157,7 +210,8 @@ def main(argv):
     start = time.perf_counter()
     if not FLAGS.skip_runs:
         run_arms(arms, root, FLAGS.timeout_s, jobs=FLAGS.jobs,
-                 checkpoint_every=FLAGS.checkpoint_every)
+                 checkpoint_every=FLAGS.checkpoint_every,
+                 env_extra=job_environment(FLAGS.jobs, FLAGS.budget))
     reports = make_all(every_mod, root, FLAGS.budget, out,
                        FLAGS.redraw or frozenset(FLAGS.redraw_figures))
     wall = time.perf_counter() - start

@@ -9,6 +9,12 @@ seed 0 of Fig. 6's.
 quick: a check of the whole machinery in under an hour on 2 cores. Models
 are barely warm-started and train 2 RL steps, so its numbers say nothing
 about the method. full: the presets' own warm start and step counts.
+paper: each figure's arms, with the same switches, on the paper preset of
+its CPU preset (PAPER_PRESETS; the released profile, or the paper's text
+with ``set_paper_profile("paper")``), one seed; figures whose presets have
+no paper preset (the studies of households, regimes, oracles) have no
+paper arms. Its estimate is device-hours on an accelerator
+(crl_jax/training/cost_model.py), not minutes on 2 cores.
 
 A figure's seed is the seed of everything: train.seed and warm_start.seed
 (the games, the demonstrations, the tiny models' init and their SFT). The
@@ -56,7 +62,54 @@ QUICK = ("train.steps=2", "train.eval_every=2", "train.checkpoint_every=2",
 FULL: tuple[str, ...] = ("experience.search_and_ask=false",)
 
 SEEDS = {"quick": {"main": (0, 1, 2), "ablation": (0,)},
-         "full": {"main": (0, 1, 2), "ablation": (0, 1, 2)}}
+         "full": {"main": (0, 1, 2), "ablation": (0, 1, 2)},
+         "paper": {"main": (0,), "ablation": (0,)}}
+# The checkpoint preset each CPU preset stands in for (budget "paper").
+PAPER_PRESETS = {"alfworld_cpu": "alfworld", "minihack_room_cpu": "minihack_room",
+                 "webshop_cpu": "webshop", "multitask3_cpu": "multitask3", "swe_cpu": "swe"}
+ACCELERATOR = "h100"  # what budget "paper" estimates device-hours on
+_paper_profile = ["released"]
+
+
+class NoPaperPreset(ValueError):
+    """A figure's preset has no paper preset: the figure has no paper arms."""
+
+
+class CpuOnlyVariant(ValueError):
+    """A variant that changes a tiny model's size: a checkpoint sets its own,
+    so at the paper budget the variant has no arm (its figure keeps the others)."""
+
+
+_SIZE_KEYS = ("hidden_size", "intermediate_size", "num_layers", "num_heads", "num_kv_heads",
+              "head_dim", "family")
+
+
+def _check_paper_variant(base, overrides) -> None:
+    for item in overrides:
+        key = item.partition("=")[0]
+        role, _, field = key.partition(".")
+        if (role in ("actor", "extractor") and field in _SIZE_KEYS
+                and getattr(base, role).checkpoint):
+            raise CpuOnlyVariant(f"{key} sizes a tiny model; the paper preset's "
+                                 f"{role} is a checkpoint")
+
+
+def set_paper_profile(profile: str) -> None:
+    """The profile budget "paper" runs: "released" (the presets' default)
+    or "paper" (NAME:paper, the paper's text)."""
+    from experiments.configs._common import PROFILES
+    if profile not in PROFILES:
+        raise ValueError(f"profile={profile!r}; valid: {PROFILES}")
+    _paper_profile[0] = profile
+
+
+def paper_preset(preset: str) -> str:
+    """The paper preset (with the chosen profile) that ``preset`` stands in for."""
+    if preset not in PAPER_PRESETS:
+        raise NoPaperPreset(f"{preset} has no paper preset (those with one: "
+                            f"{', '.join(sorted(PAPER_PRESETS))})")
+    name = PAPER_PRESETS[preset]
+    return name if _paper_profile[0] == "released" else f"{name}:{_paper_profile[0]}"
 
 _STARTUP_S, _SFT_STEP_S, _DEMO_S, _EPISODE_S = 40.0, 0.6, 0.06, 12.0 / 32
 # Relative cost of an episode (turn cap and prompt length).
@@ -109,8 +162,12 @@ def rl_s(cfg) -> float:
 
 
 def estimate_s(arm: Arm) -> float:
-    """Seconds one arm should take on 2 cores alone (see the module docstring)."""
+    """Seconds one arm should take on 2 cores alone (see the module docstring);
+    for a paper preset, its device-hours on ACCELERATOR in seconds."""
     cfg = arm_config(arm)
+    if cfg.actor.checkpoint:
+        from crl_jax.training.cost_model import device_hours
+        return device_hours(cfg, ACCELERATOR)["total"] * 3600
     return warm_start_s(cfg) + rl_s(cfg)
 
 
@@ -138,9 +195,19 @@ def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), se
     run as Fig. 6's, not a duplicate."""
     from crl_jax.training.config_io import apply_overrides
     from experiments.configs import load_preset
-    given = Arm(label, preset, (*base_overrides(budget), f"experience.mode={mode}",
-                                f"warm_start.seed={int(seed)}", *extra), seed)
+    if budget == "paper":
+        preset = paper_preset(preset)
     base = load_preset(preset)
+    # The released profile has the actor judge its retrieved entry; an arm
+    # without a bank has none to judge (the CPU presets never judge).
+    no_judge = (("experience.actor_critic=false",)
+                if mode == "none" and base.experience.actor_critic else ())
+    overrides = (*base_overrides(budget), f"experience.mode={mode}",
+                 f"warm_start.seed={int(seed)}", *no_judge, *extra)
+    if budget == "paper":  # a checkpoint is its own start: no warm-start switch applies
+        overrides = tuple(o for o in overrides if not o.startswith("warm_start."))
+        _check_paper_variant(base, overrides)
+    given = Arm(label, preset, overrides, seed)
     kept = tuple(item for item in given.overrides if item.startswith("experience.mode=")
                  or apply_overrides(base, [item]) != base)
     arm = Arm(label, preset, kept, seed)

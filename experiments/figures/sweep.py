@@ -15,6 +15,7 @@ queue behind an hour-long run.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import glob
 import os
 import time
 from typing import Callable, Sequence
@@ -26,6 +27,30 @@ from experiments.figures.common import (Arm, ArmResult, arm_config, dedupe_arms,
 def _fmt(seconds: float) -> str:
     seconds = int(round(seconds))
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m{seconds % 60:02d}s"
+
+
+# What JAX reads to size its GPU memory pool: a user who set either keeps it.
+_POOL_VARIABLES = ("XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_PREALLOCATE",
+                   "XLA_PYTHON_CLIENT_ALLOCATOR")
+
+
+def job_environment(jobs: int, budget: str, environ=os.environ,
+                    tpu_devices: Callable[[], list] = lambda: glob.glob("/dev/accel*")
+                    ) -> dict[str, str]:
+    """Variables for each arm's process when ``jobs`` arms share one host.
+    On CPU (the quick and full budgets) none. At the paper budget JAX would
+    preallocate 75% of every GPU in each job, and the second job would find
+    no memory: each job takes 0.9 / jobs of it (XLA_PYTHON_CLIENT_MEM_FRACTION)
+    unless the caller set JAX's pool variables. A TPU host's chips belong to
+    one process, so more than one job there is an error."""
+    if budget != "paper" or jobs == 1:
+        return {}
+    if tpu_devices():
+        raise ValueError(f"--jobs={jobs} on a TPU host: its chips belong to one process; "
+                         "run --jobs=1")
+    if any(v in environ for v in _POOL_VARIABLES):
+        return {}
+    return {"XLA_PYTHON_CLIENT_MEM_FRACTION": f"{0.9 / jobs:.3f}"}
 
 
 def warm_start_need(arm: Arm) -> tuple[str, tuple[str, ...]]:
