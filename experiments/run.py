@@ -274,9 +274,11 @@ def _dry_run(cfg: RunConfig, devices: int, device: str) -> int:
           "crl_jax/training/dry_run.py")
     from crl_jax.training.cost_model import device_hours
     hours = device_hours(cfg, device)
-    print(f"cost: about {hours['total']:,.0f} {device}-hours for the whole run (actor "
-          f"{hours['actor']:,.0f}, extractor {hours['extractor']:,.0f}): an estimate at the "
-          "sequence budget and a roofline, not a measurement (crl_jax/training/cost_model.py)")
+    parts = f"actor {hours['actor']:,.0f}" + (f", extractor {hours['extractor']:,.0f}"
+                                               if hours["extractor"] else "")
+    print(f"cost: about {hours['total']:,.0f} {device}-hours for the whole run ({parts}): an "
+          "estimate at the sequence budget and a roofline, not a measurement "
+          "(crl_jax/training/cost_model.py)")
     return 0 if fits else 1
 
 

@@ -2,8 +2,8 @@
 a roofline, not a measurement (no timing here ran on a GPU or TPU).
 
 The dry run (``run.py --dry_run``) prints it beside its memory table and
-``experiments/figures/reproduce.py --budget=paper --dry_run`` sums it per
-figure. Device-hours are the busy time of every device a run uses: a phase
+the figure sweep's paper budget sums it per figure (BUILD.md, "Figures at
+paper scale"). Device-hours are the busy time of every device a run uses: a phase
 that takes t seconds on D devices costs t x D device-seconds. With weights
 and KV cache sharded over the D devices, compute and memory traffic divide
 by D, so the device-hours of a phase do not depend on the layout; the wall

@@ -93,7 +93,7 @@ def test_the_command_prints_a_verdict():
     assert out.returncode == 0, out.stderr[-2000:]
     assert "actor " in out.stdout and "verdict: fits on 2 x h100" in out.stdout
     assert "extractor " not in out.stdout  # mode none trains no extractor
-    assert "h100-hours for the whole run (actor" in out.stdout  # cost_model's estimate
+    assert "h100-hours for the whole run (actor 0)" in out.stdout  # cost_model's estimate
 
 
 def _role(name, ids, gb):
