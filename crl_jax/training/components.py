@@ -29,8 +29,8 @@ from crl_jax.training.metrics import PhaseTimings
 from crl_jax.training.oracle import oracle_entries, oracle_plans
 from crl_jax.training.tasks import (DEMO_TURNS_FACTOR, TaskSource, episode_cap, household_split,
                                    task_source)
-from crl_jax.training.warm_cache import (WarmStartCache, record_warm_start, recorded_warm_start,
-                                         warm_start_key)
+from crl_jax.training.warm_cache import (WarmStartCache, actor_key, adopt_actor, record_warm_start,
+                                         recorded_warm_start, warm_start_key)
 from crl_jax.training.warm_stage import warm_start_models
 from crl_jax.training.logs import progress_bar
 from models.distributed import main_process_first
@@ -198,6 +198,9 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     tiny = not cfg.actor.checkpoint
     cache = (WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
              if cfg.warm_start.cache_dir and tiny else None)
+    if cache and not resume and adopt_actor(cache, actor_key(cfg)):
+        log.info("warm start %s: its actor is %s's (only the extractor's teaching differs)",
+                 cache.key, actor_key(cfg))
     if cache:  # which warm start this run grew from (figures check it)
         grew_from = recorded_warm_start(out_dir) if resume else None
         if grew_from is None and jax.process_index() == 0:  # process 0 writes the run's files

@@ -133,6 +133,21 @@ _ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0,
                        ("warm_start", "extractor_wrong_picks"): 0.0}
 
 
+# Warm-start settings that shape the extractor alone, at the values that
+# leave its samples as before: the actor's demonstrations, its generator and
+# the tokenizer read none of them, so runs that differ only here share one
+# actor (``adopt_actor``), and arms without an extractor one record.
+EXTRACTOR_ONLY_WARM_START = {"extractor_missteps": 0.0, "extractor_room_jitter": 0.0,
+                             "extractor_writes_room": True, "extractor_wrong_picks": 0.0}
+
+
+def actor_key(cfg: RunConfig) -> str:
+    """The key of the entry that holds ``cfg``'s warm-started actor as first
+    trained: ``cfg``'s, with the extractor-only settings at their neutral values."""
+    return warm_start_key(dataclasses.replace(
+        cfg, warm_start=dataclasses.replace(cfg.warm_start, **EXTRACTOR_ONLY_WARM_START)))
+
+
 def warm_start_key(cfg: RunConfig) -> str:
     """<preset>-wsN-<hash of WarmStartInputs>: runs with the same inputs share the entry."""
     return inputs_key(warm_start_inputs(cfg), key_scheme(cfg))
@@ -318,3 +333,33 @@ class WarmStartCache:
                 self.store(tokenizer_dir, weights, losses)  # another run made the entry meanwhile
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def adopt_actor(cache: WarmStartCache, key: str) -> bool:
+    """Starts ``cache``'s entry with the tokenizer and actor of entry ``key``
+    (``actor_key``: the same actor, trained from the same inputs) when the
+    entry has no actor and that one has, so a run that changes only how the
+    extractor is taught trains the extractor alone. Returns whether it did.
+    Safe when several processes try at once: the entry appears whole or not."""
+    source = WarmStartCache(cache.root, key)
+    if key == cache.key or cache.has("actor") or not (source.has("actor") and source.tokenizer_dir()):
+        return False
+    if os.path.isdir(cache.path):  # an entry without an actor: add it
+        _replace_file(cache.path, f"actor{WEIGHTS_SUFFIX}",
+                      lambda p: shutil.copyfile(source.weights("actor"), p))
+        return True
+    tmp = tempfile.mkdtemp(prefix=f".{cache.key}.", dir=cache.root)
+    try:
+        shutil.copytree(source.tokenizer_dir(), os.path.join(tmp, "tokenizer"))
+        shutil.copyfile(source.weights("actor"), os.path.join(tmp, f"actor{WEIGHTS_SUFFIX}"))
+        _write_json({k: v for k, v in source.losses().items() if k == "actor"},
+                    os.path.join(tmp, "losses.json"))
+        try:
+            os.replace(tmp, cache.path)
+        except OSError:
+            if not os.path.isdir(cache.path):
+                raise
+            return False  # another process made the entry meanwhile
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return True

@@ -22,6 +22,7 @@ import time
 from typing import Callable, Iterable, Mapping, Sequence
 
 from crl_jax.training.run_dir import has_checkpoint
+from crl_jax.training.warm_cache import EXTRACTOR_ONLY_WARM_START
 from experiments.figures.start_check import mixed_starts
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -215,11 +216,7 @@ def arm_config(arm: Arm):
 # The warm-start setting only the extractor's SFT reads (the actor's has its
 # own samples and generator: warm_stage._train_actor), and its value before it
 # existed: arms without an extractor do not read it.
-# Warm-start settings that shape only the extractor, each at the value that
-# leaves its samples as before (the actor trains from its own generator).
-EXTRACTOR_ONLY_WARM_START = (("extractor_missteps", 0.0), ("extractor_room_jitter", 0.0),
-                             ("extractor_writes_room", True), ("extractor_wrong_picks", 0.0))
-EXTRACTOR_ONLY = tuple(name for name, _ in EXTRACTOR_ONLY_WARM_START)
+EXTRACTOR_ONLY = tuple(EXTRACTOR_ONLY_WARM_START)  # warm_cache.py says why
 
 
 def stale_settings(arm: Arm, directory: str) -> list[str]:
@@ -247,7 +244,7 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
         # An arm without an extractor starts from the same actor whatever the
         # extractor-only inputs are: a record from the key without them is as current.
         neutral = dataclasses.replace(cfg, warm_start=dataclasses.replace(
-            cfg.warm_start, **dict(EXTRACTOR_ONLY_WARM_START)))
+            cfg.warm_start, **EXTRACTOR_ONLY_WARM_START))
         if key_in_scheme_of(key_then, neutral) == key_then:
             key_now = key_then
     warm = ([f"warm start: {key_then} -> {key_now}"]

@@ -379,3 +379,30 @@ def test_the_key_history_of_preset_pools_matches_every_preset():
         for profile in PRESETS.profiles(name) or ("",):
             cfg = PRESETS.load(f"{name}:{profile}" if profile else name)
             assert _pool_excluded(cfg) == PRESET_POOLS_AT_SCHEME[name], (name, profile)
+
+
+def test_a_new_entry_adopts_the_actor_of_the_entry_with_the_same_actor_inputs(tmp_path):
+    """adopt_actor copies tokenizer, actor and the actor's loss curve; never
+    over an actor the entry has, nor from an entry without one; and the key
+    it adopts from is the one whose extractor-only settings are neutral."""
+    import safetensors.numpy
+
+    from crl_jax.training.warm_cache import WarmStartCache, actor_key, adopt_actor
+    root = str(tmp_path / "cache")
+    source = WarmStartCache(root, "old")
+    os.makedirs(os.path.join(source.path, "tokenizer"))
+    with open(os.path.join(source.path, "tokenizer", "tokenizer.json"), "w") as f:
+        f.write("{}")
+    safetensors.numpy.save_file({"w": np.arange(3, dtype=np.float32)}, source.weights("actor"))
+    with open(os.path.join(source.path, "losses.json"), "w") as f:
+        json.dump({"actor": [2.0, 1.0], "extractor": [3.0]}, f)
+    new = WarmStartCache(root, "new")
+    assert adopt_actor(new, "old") and new.has("actor") and not new.has("extractor")
+    assert new.losses() == {"actor": [2.0, 1.0]} and new.tokenizer_dir()
+    assert list(safetensors.numpy.load_file(new.weights("actor"))["w"]) == [0, 1, 2]
+    assert not adopt_actor(new, "old")  # it has an actor now
+    assert not adopt_actor(WarmStartCache(root, "other"), "missing")
+    assert not adopt_actor(source, "old")
+    cfg = _cfg(tmp_path, "warm_start.extractor_missteps=0.5")
+    neutral = _cfg(tmp_path, "warm_start.extractor_missteps=0")
+    assert actor_key(cfg) == actor_key(neutral) == warm_start_key(neutral) != warm_start_key(cfg)
