@@ -198,7 +198,7 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     tiny = not cfg.actor.checkpoint
     cache = (WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
              if cfg.warm_start.cache_dir and tiny else None)
-    if cache and not resume and adopt_actor(cache, actor_key(cfg)):
+    if cache and adopt_actor(cache, actor_key(cfg)):
         log.info("warm start %s: its actor is %s's (only the extractor's teaching differs)",
                  cache.key, actor_key(cfg))
     if cache:  # which warm start this run grew from (figures check it)
