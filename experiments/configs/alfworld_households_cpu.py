@@ -37,14 +37,15 @@ game there, as a floorplan's lessons do in real ALFWorld.
   for its own type and room or nothing (another type's lesson of the same
   room scores at most 0.985 with the hashing embedder). A lesson is filed
   under the room of the episode it was distilled from (experience.bank.
-  lesson_room=episode): the tiny extractor reads where the object lay but
-  garbles a 7-16 receptacle list it must copy, and a lesson filed under a
-  garbled room is found by no episode; the merge combines
-  the lessons of one type and room by their homes' votes (experience.
-  merger=lessons), over the whole bank at once (merge_chunk 256). Both are
-  beyond the paper: `--experience.bank.retrieval_key=text
-  --experience.bank.min_similarity=-1 --experience.bank.lesson_room=written`
-  is the paper's retrieval and storage.
+  lesson_room=episode): the tiny extractor garbled the 7-16 receptacle
+  list it had to copy, and a lesson filed under a garbled room is found by
+  no episode. The merge combines the lessons of one type and room by their
+  homes' votes (experience.merger=lessons), over the whole bank at once
+  (merge_chunk 256). All three are beyond the paper:
+  `--experience.bank.retrieval_key=text
+  --experience.bank.min_similarity=-1 --experience.bank.lesson_room=written
+  --warm_start.extractor_writes_room=true` is the paper's retrieval and
+  storage.
 - Everything else as alfworld_cpu (tiny models, warm start sizes, tiny_rl).
 """
 import dataclasses

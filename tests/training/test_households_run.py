@@ -4,6 +4,7 @@ from the households they should; the oracle hands each game its
 household's true lesson, keyed per split; lesson demonstrations follow or
 ignore their line as their source says."""
 import dataclasses
+import importlib
 import re
 
 import numpy as np
@@ -19,6 +20,8 @@ from crl_jax.training.oracle import oracle_entries
 from crl_jax.training.tasks import household_split
 from experiments.configs import load_preset
 
+PAPER_BANK = ["experience.bank.retrieval_key=text", "experience.bank.min_similarity=-1",
+              "experience.bank.lesson_room=written", "warm_start.extractor_writes_room=true"]
 SMALL = ["env.households=6", "env.pool_households=2", "env.unseen_households=1",
          "env.num_generated=60", "env.num_eval_tasks=8", "warm_start.demos=12"]
 
@@ -107,10 +110,13 @@ def test_preset_and_overrides_keep_their_meaning():
     cfg = load_preset("alfworld_households_cpu")
     assert (cfg.env.households, cfg.env.pool_households, cfg.env.unseen_households) == (40, 8, 8)
     assert cfg.train.group_size == 8 and cfg.rollout.max_turns == 10
-    paper = apply_overrides(cfg, ["experience.bank.retrieval_key=text",
-                                  "experience.bank.min_similarity=-1"])
+    paper = apply_overrides(cfg, PAPER_BANK)  # the preset's docstring names these
     assert dataclasses.replace(paper.experience.bank, merge_chunk=5) == dataclasses.replace(
         load_preset("alfworld_cpu").experience.bank, merge_chunk=5)
+    with pytest.raises(ValueError, match="lesson_room=episode"):  # lessons with no room, unfiled
+        apply_overrides(cfg, PAPER_BANK[:-1])
+    doc = " ".join(importlib.import_module("experiments.configs.alfworld_households_cpu").__doc__.split())
+    assert " ".join(f"--{o}" for o in PAPER_BANK) in doc
 
 
 def test_the_foreign_room_control_asks_for_another_pool_households_lesson(cfg):
