@@ -46,6 +46,9 @@ HOMES = (Variant(ORACLE, "oracle", ("controls.oracle_source=lesson",)),
          Variant(COMP),
          Variant("Comp. RL, another household's lessons", extra=("controls.lesson_room=other",)),
          Variant("Static Online Exp.", "static_online"),
+         # The preset's extractor batch (32 samples) never fills on households:
+         # its RL never runs, and Comp. RL is Static Online. Batches of 8 do.
+         Variant("Comp. RL, extractor batches of 8", extra=("experience.bank.train_batch_size=8",)),
          Variant(BASE, "none"))
 NONE = (Variant("Comp. RL, no homes (home rate 0)", extra=NO_HOMES),
         Variant("GRPO, no homes (home rate 0)", "none", NO_HOMES))
