@@ -25,6 +25,7 @@ import json
 import pkgutil
 import re
 import sys
+import threading
 import typing
 from typing import Any, Mapping, Sequence, TypeVar
 
@@ -190,12 +191,19 @@ def _plain(text: str) -> str:
     return " ".join(lines)
 
 
+# tyro keeps parser state between calls and redirect_stderr swaps the
+# process's sys.stderr: two threads parsing at once (a figure sweep's jobs
+# checking their runs' configs) mixed each other's arguments.
+_PARSE_LOCK = threading.Lock()
+
+
 def parse_args(cls: type[ConfigT], default: ConfigT, args: Sequence[str]) -> ConfigT:
     """``default`` with ``args`` (``--a.b=value`` words) applied, read by tyro;
-    ConfigError (tyro's message as one paragraph) on bad input."""
+    ConfigError (tyro's message as one paragraph) on bad input. One thread
+    at a time."""
     err = io.StringIO()
     try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        with _PARSE_LOCK, contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             return tyro.cli(cls, default=default, args=list(args), use_underscores=True,
                             config=TYRO_CONFIG)
     except SystemExit:

@@ -152,3 +152,22 @@ def test_the_help_lists_the_controls_after_every_method_section():
                          capture_output=True, text=True, check=True).stdout
     assert out.index("--controls.oracle_source") > out.index("--train.steps")
     assert out.index("--controls.critic") > out.index("--experience.actor_critic")
+
+
+def test_threads_loading_configs_at_once_each_get_their_own():
+    """A figure sweep's jobs check their runs' saved configs from threads at
+    the same moment: each must read its own file (tyro is not thread-safe)."""
+    import concurrent.futures as cf
+
+    from crl_jax.training.config import RunConfig
+    from crl_jax.training.config_io import apply_overrides, config_from_dict, config_to_dict
+    from experiments.configs import load_preset
+
+    base = load_preset("alfworld_cpu")
+    made = [apply_overrides(base, [f"train.steps={n}", f"warm_start.demos={n + 1}"])
+            for n in range(2, 10)]
+    dicts = [config_to_dict(c) for c in made]
+    with cf.ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in range(3):
+            got = list(pool.map(lambda d: config_from_dict(RunConfig, d), dicts))
+            assert got == made
