@@ -184,6 +184,26 @@ def build_offline_bank(manager, demos: list) -> None:
     bar.close()
 
 
+def _warm_start_cache(cfg: RunConfig, out_dir: str, resume: bool) -> WarmStartCache | None:
+    """The run's warm-start cache entry (tiny models with warm_start.cache_dir),
+    recorded in the run directory; it adopts the actor of its extractor-only
+    twin when it has none."""
+    if not cfg.warm_start.cache_dir or cfg.actor.checkpoint:
+        return None
+    cache = WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
+    if adopt_actor(cache, actor_key(cfg)):
+        log.info("warm start %s: its actor is %s's (only the extractor's teaching differs)",
+                 cache.key, actor_key(cfg))
+    grew_from = recorded_warm_start(out_dir) if resume else None  # figures check it
+    if grew_from is None and jax.process_index() == 0:  # process 0 writes the run's files
+        record_warm_start(out_dir, cache.key)
+    elif grew_from not in (None, cache.key):  # the record stays: the checkpoint holds that warm start
+        log.warning("this run grew from warm start %s; this code builds %s: the resumed run "
+                    "continues from its checkpoint, but a new run of these settings would "
+                    "start elsewhere", grew_from, cache.key)
+    return cache
+
+
 def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) -> Run:
     """Builds every part of a run; warm-starts the tiny models (or loads their
     warm start from the cache, or leaves it to the checkpoint on resume)."""
@@ -195,20 +215,7 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
                                 episode_cap(cfg) * DEMO_TURNS_FACTOR)
     with timings.time("demos"):
         demos = collect_demos(cfg, demo_sources)
-    tiny = not cfg.actor.checkpoint
-    cache = (WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
-             if cfg.warm_start.cache_dir and tiny else None)
-    if cache and adopt_actor(cache, actor_key(cfg)):
-        log.info("warm start %s: its actor is %s's (only the extractor's teaching differs)",
-                 cache.key, actor_key(cfg))
-    if cache:  # which warm start this run grew from (figures check it)
-        grew_from = recorded_warm_start(out_dir) if resume else None
-        if grew_from is None and jax.process_index() == 0:  # process 0 writes the run's files
-            record_warm_start(out_dir, cache.key)
-        elif grew_from not in (None, cache.key):  # the record stays: the checkpoint holds that warm start
-            log.warning("this run grew from warm start %s; this code builds %s: the resumed run "
-                        "continues from its checkpoint, but a new run of these settings would "
-                        "start elsewhere", grew_from, cache.key)
+    cache = _warm_start_cache(cfg, out_dir, resume)
     tok, ext_tok = _tokenizers(cfg, demos, out_dir, cache)
     actor, extractor = _learners(cfg, tok, ext_tok)
     with timings.time("warm_start"):

@@ -2,16 +2,13 @@
 
 The schema is the tree of frozen dataclasses in `crl_jax.training.config`;
 presets are the modules of a package with a `get_config()`, read through a
-`PresetCatalog` the entry points hand in. One
-parser, tyro, reads every source of settings against that schema, so types,
-choices (Literal fields) and unknown keys are checked the same way whether
-they come from the command line (``--train.steps=3``), from code
-(``apply_overrides(cfg, ["train.steps=3"])``) or from a saved config.json.
-
-Why tyro (BUILD.md says more): it builds the command line from the
-dataclasses themselves, takes each key's help from the comment or docstring
-beside the field, lists every key under its section in ``--help``, suggests
-the closest key for a typo and exits with status 2 on bad input.
+`PresetCatalog` the entry points hand in. tyro reads every source of
+settings against that schema (the command line, ``--train.steps=3``; code,
+``apply_overrides(cfg, ["train.steps=3"])``; a saved config.json), so types,
+choices and unknown keys are checked alike. Why tyro (BUILD.md says more):
+it builds the command line from the dataclasses, takes each key's help from
+its docstring, lists keys by section in ``--help``, suggests the closest key
+for a typo and exits with status 2 on bad input.
 """
 from __future__ import annotations
 
@@ -42,18 +39,15 @@ class ConfigError(ValueError):
     """A bad preset, key, type or value; the message says what is valid."""
 
 
-# --------------------------------------------------------------------------- #
-# Presets
-# --------------------------------------------------------------------------- #
+# --- presets ------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
 class PresetCatalog:
     """The presets of one package: each public module of it is a preset with a
-    ``get_config()`` (``get_config(profile)`` where it has ``PROFILES``).
-
-    The library names no package of presets: the entry points hand theirs in,
-    so the library never imports the scripts that import it."""
+    ``get_config()`` (``get_config(profile)`` where it has ``PROFILES``). The
+    library names no package of presets: the entry points hand theirs in, so
+    the library never imports the scripts that import it."""
 
     package: str
 
@@ -105,9 +99,7 @@ class PresetCatalog:
         return module.get_config(profile) if colon else module.get_config()
 
 
-# --------------------------------------------------------------------------- #
-# Keys and their types
-# --------------------------------------------------------------------------- #
+# --- keys and their types -----------------------------------------------------
 
 
 @functools.lru_cache(maxsize=None)
@@ -176,9 +168,7 @@ def _split_override(item: str) -> tuple[str, str]:
     return key, value
 
 
-# --------------------------------------------------------------------------- #
-# Parsing
-# --------------------------------------------------------------------------- #
+# --- parsing ------------------------------------------------------------------
 
 
 def _plain(text: str) -> str:
@@ -191,16 +181,14 @@ def _plain(text: str) -> str:
     return " ".join(lines)
 
 
-# tyro keeps parser state between calls and redirect_stderr swaps the
-# process's sys.stderr: two threads parsing at once (a figure sweep's jobs
-# checking their runs' configs) mixed each other's arguments.
+# tyro and redirect_stderr are not thread-safe: two threads parsing at once
+# (a figure sweep's jobs reading saved configs) mixed their arguments.
 _PARSE_LOCK = threading.Lock()
 
 
 def parse_args(cls: type[ConfigT], default: ConfigT, args: Sequence[str]) -> ConfigT:
-    """``default`` with ``args`` (``--a.b=value`` words) applied, read by tyro;
-    ConfigError (tyro's message as one paragraph) on bad input. One thread
-    at a time."""
+    """``default`` with ``args`` (``--a.b=value`` words) applied, read by tyro
+    one thread at a time; ConfigError (tyro's message, one paragraph) if bad."""
     err = io.StringIO()
     try:
         with _PARSE_LOCK, contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -286,9 +274,7 @@ def apply_overrides(cfg: ConfigT, overrides: Sequence[str]) -> ConfigT:
     return _apply_cached(cfg, tuple(overrides))
 
 
-# --------------------------------------------------------------------------- #
-# JSON
-# --------------------------------------------------------------------------- #
+# --- json ---------------------------------------------------------------------
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
@@ -368,9 +354,7 @@ def format_config(cfg: Any, notes: Mapping[str, str] | None = None) -> str:
                      for k, v in flat.items())
 
 
-# --------------------------------------------------------------------------- #
-# Command lines of the entry-point scripts
-# --------------------------------------------------------------------------- #
+# --- command lines of the entry-point scripts ---------------------------------
 
 
 def preset_from_argv(argv: Sequence[str], default: str, presets: PresetCatalog) -> str:

@@ -23,12 +23,13 @@ Assumptions, each a parameter of ``Assumptions``:
   step takes the longer of its FLOPs at ``compute_util`` of peak and its
   memory traffic (the weights once, each row's KV cache at the mean
   context) at ``bandwidth_util`` of HBM bandwidth.
-- The extractor (Comp. RL and the experience modes that distil) makes one
-  call per consolidated episode: its whole prompt budget
+- The extractor (in the modes that distil during RL) makes one call per
+  consolidated episode: its whole prompt budget
   (experience.extractor_max_prompt_tokens) and answer budget
-  (extractor_max_new_tokens), and trains extractor_updates_per_step
-  batches of bank.train_batch_size such samples a step. Search-and-ask
-  calls, the merge and the embedder are left out.
+  (extractor_max_new_tokens), and, where it learns, trains
+  extractor_updates_per_step batches of bank.train_batch_size such samples
+  a step. Search-and-ask calls, the merge, the embedder and an offline
+  bank's one-off build are left out.
 - Evaluations play every held-out task once per pass (with and without
   experience for arms that have it) and train nothing.
 """
@@ -108,7 +109,7 @@ def evaluation_passes(cfg) -> int:
     t = cfg.train
     evals = (1 + t.steps // t.eval_every + (1 if t.steps % t.eval_every else 0)
              if t.eval_every else 0)
-    return evals * (1 if cfg.experience.mode in ("none", "oracle") else 2)
+    return evals * (2 if cfg.experience.retrieves else 1)
 
 
 def run_device_hours(cfg, actor, extractor, accelerator: str = "h100",
@@ -123,14 +124,15 @@ def run_device_hours(cfg, actor, extractor, accelerator: str = "h100",
     episodes = t.tasks_per_step * t.group_size * len(cfg.env.names)
     held_out = evaluation_passes(cfg) * cfg.env.num_eval_tasks * len(cfg.env.names)
     shape = Shape.of(actor, cfg.actor.remat)
-    actor_s = (t.steps * role_seconds(shape, episodes, length, sampled, True, accelerator, a)
+    actor_s = (t.steps * role_seconds(shape, episodes, length, sampled, e.trains_actor,
+                                      accelerator, a)
                + role_seconds(shape, held_out, length, sampled, False, accelerator, a))
     extractor_s = 0.0
-    if extractor is not None and e.mode not in ("none", "oracle"):
+    if extractor is not None and e.has_extractor and not e.static_bank:
         x = Shape.of(extractor, cfg.extractor.remat)
         x_len = e.extractor_max_prompt_tokens + e.extractor_max_new_tokens
         calls = episodes * (e.guided_fraction if e.consolidate == "guided" else 1.0)
-        trained = e.extractor_updates_per_step * e.bank.train_batch_size
+        trained = e.extractor_updates_per_step * e.bank.train_batch_size * e.trains_extractor
         extractor_s = t.steps * (
             role_seconds(x, max(1, round(calls)), x_len, e.extractor_max_new_tokens, False,
                          accelerator, a)
@@ -146,5 +148,5 @@ def device_hours(cfg, accelerator: str = "h100", a: Assumptions = Assumptions())
     from crl_jax.training.dry_run import decoder_config
     vocab = cfg.warm_start.vocab_size
     actor = decoder_config(cfg.actor, vocab)
-    extractor = decoder_config(cfg.extractor, vocab) if cfg.experience.mode != "none" else None
+    extractor = decoder_config(cfg.extractor, vocab) if cfg.experience.has_extractor else None
     return run_device_hours(cfg, actor, extractor, accelerator, a)

@@ -60,11 +60,14 @@ def test_a_run_sums_its_steps_evaluations_and_extractor(unit_accelerators):
                                          False, "fast_memory", EXACT))
     assert comp["actor"] * 3600 == pytest.approx(actor_s)
     assert comp["extractor"] > 0 and comp["total"] == pytest.approx(comp["actor"] + comp["extractor"])
-    for mode in ("none", "oracle"):
+    for mode, evals in (("none", passes // 2), ("oracle", passes), ("offline", passes)):
         other = dataclasses.replace(cfg, experience=dataclasses.replace(cfg.experience, mode=mode))
         hours = cost_model.run_device_hours(other, TINY, TINY, "fast_memory", EXACT)
-        assert hours["extractor"] == 0
-        assert cost_model.evaluation_passes(other) == passes // 2
+        assert hours["extractor"] == 0 and cost_model.evaluation_passes(other) == evals
+    frozen = dataclasses.replace(cfg, experience=dataclasses.replace(cfg.experience,
+                                                                     mode="static_online"))
+    static = cost_model.run_device_hours(frozen, TINY, TINY, "fast_memory", EXACT)
+    assert 0 < static["extractor"] < comp["extractor"]  # it writes the bank, never trains
     # consolidating guided episodes only halves the extractor's calls, not its training
     guided = dataclasses.replace(cfg, experience=dataclasses.replace(
         cfg.experience, consolidate="guided", extractor_updates_per_step=0))
