@@ -34,9 +34,13 @@ class Lesson:
     homes: tuple[str, ...]     # where the type lies, most often first
 
     @property
+    def head(self) -> str:
+        """The type and homes, without the room ("mug: go to countertop 2")."""
+        return f"{self.otype}: " + " > ".join(f"go to {h}" for h in self.homes)
+
+    @property
     def text(self) -> str:
-        walks = " > ".join(f"go to {h}" for h in self.homes)
-        return f"{self.otype}: {walks} (room: {', '.join(self.room)})"
+        return f"{self.head} (room: {', '.join(self.room)})"
 
 
 def parse_lesson(text: str) -> Lesson | None:

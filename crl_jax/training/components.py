@@ -190,10 +190,10 @@ def _warm_start_cache(cfg: RunConfig, out_dir: str, resume: bool) -> WarmStartCa
     twin when it has none."""
     if not cfg.warm_start.cache_dir or cfg.actor.checkpoint:
         return None
-    cache = WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
-    if adopt_actor(cache, actor_key(cfg)):
+    cache, twin = WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg)), actor_key(cfg)
+    if adopt_actor(cache, twin):
         log.info("warm start %s: its actor is %s's (only the extractor's teaching differs)",
-                 cache.key, actor_key(cfg))
+                 cache.key, twin)
     grew_from = recorded_warm_start(out_dir) if resume else None  # figures check it
     if grew_from is None and jax.process_index() == 0:  # process 0 writes the run's files
         record_warm_start(out_dir, cache.key)

@@ -79,11 +79,14 @@ class Shape:
         return 4 if self.remat else 3  # forward + backward (+ the rematerialised forward)
 
 
-def _prompt_and_training_s(shape: Shape, rows: int, length: int, sampled: int, train: bool,
-                           peak: float, a: Assumptions) -> float:
-    prompt = shape.forward_flops(rows * (length - sampled), length / 2)
-    trained = shape.training_factor() * shape.forward_flops(rows * length, length / 2) if train else 0
-    return (prompt + trained) / (peak * a.compute_util)
+def _compute_s(flops: float, peak: float, a: Assumptions) -> float:
+    return flops / (peak * a.compute_util)
+
+
+def _training_s(shape: Shape, rows: int, length: int, peak: float, a: Assumptions) -> float:
+    """Seconds of training on ``rows`` sequences of ``length`` tokens."""
+    return _compute_s(shape.training_factor() * shape.forward_flops(rows * length, length / 2),
+                      peak, a)
 
 
 def _decode_s(shape: Shape, rows: int, length: int, sampled: int, peak: float, bandwidth: float,
@@ -91,7 +94,7 @@ def _decode_s(shape: Shape, rows: int, length: int, sampled: int, peak: float, b
     context = length - sampled / 2  # the mean context of the sampled tokens
     flops = shape.forward_flops(rows, context)
     traffic = shape.weight_bytes + rows * context * shape.kv_bytes_per_token
-    return sampled * max(flops / (peak * a.compute_util), traffic / (bandwidth * a.bandwidth_util))
+    return sampled * max(_compute_s(flops, peak, a), traffic / (bandwidth * a.bandwidth_util))
 
 
 def role_seconds(shape: Shape, rows: int, length: int, sampled: int, train: bool,
@@ -99,8 +102,9 @@ def role_seconds(shape: Shape, rows: int, length: int, sampled: int, train: bool
     """Device-seconds of ``rows`` sequences of ``length`` tokens, ``sampled``
     of them sampled, and of training on them when ``train``."""
     peak, bandwidth = ACCELERATORS[accelerator]
-    return (_prompt_and_training_s(shape, rows, length, sampled, train, peak, a)
-            + _decode_s(shape, rows, length, sampled, peak, bandwidth, a))
+    prompt = _compute_s(shape.forward_flops(rows * (length - sampled), length / 2), peak, a)
+    trained = _training_s(shape, rows, length, peak, a) if train else 0.0
+    return prompt + trained + _decode_s(shape, rows, length, sampled, peak, bandwidth, a)
 
 
 def evaluation_passes(cfg) -> int:
@@ -136,7 +140,7 @@ def run_device_hours(cfg, actor, extractor, accelerator: str = "h100",
         extractor_s = t.steps * (
             role_seconds(x, max(1, round(calls)), x_len, e.extractor_max_new_tokens, False,
                          accelerator, a)
-            + _prompt_and_training_s(x, trained, x_len, x_len, True, ACCELERATORS[accelerator][0], a))
+            + _training_s(x, trained, x_len, ACCELERATORS[accelerator][0], a))
     hours = {"actor": actor_s / 3600, "extractor": extractor_s / 3600}
     hours["total"] = hours["actor"] + hours["extractor"]
     return hours

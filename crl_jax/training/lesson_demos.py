@@ -136,7 +136,7 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                                    won=False)
 
     def written(lesson: str | None) -> str | None:
-        return lesson if lesson is None or write_room else lesson.split(" (room: ")[0]
+        return lesson if lesson is None or write_room else parse_lesson(lesson).head
 
     known = [x for d in demos if (x := trajectory_lesson(d))]  # shown as the bank holds them
     types = sorted({t for d in demos for t in _picked_types(d)})

@@ -121,24 +121,20 @@ def _preset_pool_excluded(name: str) -> int | None:
     return PRESET_POOLS_AT_SCHEME.get(name.partition(":")[0])
 
 
-# Warm-start settings added after the current schemes, with the value that
-# gives what the code gave before them: at that value they stay out of the
-# hash, so the warm starts (and the records grown from them) stay current.
-_ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0,
-                       ("warm_start", "extractor_missteps"): 0.0, ("actor", "attention_chunk"): 0,
-                       ("extractor", "attention_chunk"): 0,
-                       ("warm_start", "guided_contrast"): False,
-                       ("warm_start", "extractor_room_jitter"): 0.0,
-                       ("warm_start", "extractor_writes_room"): True,
-                       ("warm_start", "extractor_wrong_picks"): 0.0}
-
-
 # Warm-start settings that shape the extractor alone, at the values that
 # leave its samples as before: the actor's demonstrations, its generator and
 # the tokenizer read none of them, so runs that differ only here share one
 # actor (``adopt_actor``), and arms without an extractor one record.
 EXTRACTOR_ONLY_WARM_START = {"extractor_missteps": 0.0, "extractor_room_jitter": 0.0,
                              "extractor_writes_room": True, "extractor_wrong_picks": 0.0}
+
+# Warm-start settings added after the current schemes, with the value that
+# gives what the code gave before them: at that value they stay out of the
+# hash, so the warm starts (and the records grown from them) stay current.
+_ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0, ("actor", "attention_chunk"): 0,
+                       ("extractor", "attention_chunk"): 0,
+                       ("warm_start", "guided_contrast"): False,
+                       **{("warm_start", k): v for k, v in EXTRACTOR_ONLY_WARM_START.items()}}
 
 
 def actor_key(cfg: RunConfig) -> str:

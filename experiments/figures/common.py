@@ -213,12 +213,6 @@ def arm_config(arm: Arm):
                            [*arm.overrides, f"train.seed={int(arm.seed)}"])
 
 
-# The warm-start setting only the extractor's SFT reads (the actor's has its
-# own samples and generator: warm_stage._train_actor), and its value before it
-# existed: arms without an extractor do not read it.
-EXTRACTOR_ONLY = tuple(EXTRACTOR_ONLY_WARM_START)  # warm_cache.py says why
-
-
 def stale_settings(arm: Arm, directory: str) -> list[str]:
     """The settings on which the run in ``directory`` (its config.json and its
     warm-start record) differs from what the arm resolves to today, as "key:
@@ -240,7 +234,7 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
         return [f"config.json no longer loads ({err})"]
     key_then = recorded_warm_start(directory)
     key_now = key_in_scheme_of(key_then, cfg) if key_then else None
-    if key_then and key_then != key_now and unread(f"warm_start.{EXTRACTOR_ONLY[0]}", now):
+    if key_then and key_then != key_now and not cfg.experience.has_extractor:
         # An arm without an extractor starts from the same actor whatever the
         # extractor-only inputs are: a record from the key without them is as current.
         neutral = dataclasses.replace(cfg, warm_start=dataclasses.replace(
@@ -263,12 +257,12 @@ def unread(key: str, flat: dict) -> bool:
     arm (no bank, no extractor) read whether the pipeline is synchronous,
     any experience.extractor_* setting, the bank's settings or the merge's;
     neither arm loads the extractor, so neither reads its warm start's
-    extractor-only settings (EXTRACTOR_ONLY). A run
+    extractor-only settings (warm_cache.EXTRACTOR_ONLY_WARM_START). A run
     without households (env.households=0) reads none of their settings."""
     if key in HOUSEHOLD_KEYS and not flat.get("env.households"):
         return True
     mode = flat.get("experience.mode")
-    if mode in ("none", "oracle") and key.removeprefix("warm_start.") in EXTRACTOR_ONLY:
+    if mode in ("none", "oracle") and key.removeprefix("warm_start.") in EXTRACTOR_ONLY_WARM_START:
         return True
     if mode == "oracle" and (key == "experience.sync" or key.startswith(
             ("experience.extractor_", "experience.bank.", "experience.merge"))):

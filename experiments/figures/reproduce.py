@@ -110,44 +110,43 @@ def collect_arms(mods, budget: str) -> list[common.Arm]:
     return common.dedupe_arms(a for m in mods for a in m.arms(budget))
 
 
-def with_arms(mods, budget: str, log=print) -> list:
-    """The modules that have arms at ``budget``: at "paper", those whose
-    presets all have a paper preset (the others are named, and left out)."""
-    kept = []
-    for m in mods:
-        if budget == "paper" and m.__name__.rsplit(".", 1)[-1] in STUDIES:
-            log(f"{m.__name__.rsplit('.', 1)[-1]}: no paper-scale arms (a study of the CPU "
-                "testbed, not a figure of the paper)")
-            continue
-        try:
-            m.arms(budget)
-        except settings.NoPaperPreset as err:
-            log(f"{m.__name__.rsplit('.', 1)[-1]}: no paper-scale arms ({err})")
-            continue
-        kept.append(m)
-    return kept
-
-
-def figure_hours(mods, arms: list[common.Arm], budget: str) -> dict[str, tuple[int, float]]:
-    """{figure script: (runs, device-hours)} over ``arms`` (an arm two
-    figures share counts in both)."""
-    hours = {a.key: a.est_s / 3600 for a in arms}
+def arms_by_module(mods, budget: str, log=print) -> dict:
+    """{module: its arms at ``budget``}, each module's arms built once; at
+    "paper", only the modules whose presets all have a paper preset (the
+    others are named, and left out)."""
     out = {}
     for m in mods:
-        mine = [a for a in collect_arms([m], budget) if a.key in hours]
-        if mine:
-            out[m.__name__.rsplit(".", 1)[-1]] = (len(mine), sum(hours[a.key] for a in mine))
+        name = m.__name__.rsplit(".", 1)[-1]
+        if budget == "paper" and name in STUDIES:
+            log(f"{name}: no paper-scale arms (a study of the CPU testbed, not a figure of "
+                "the paper)")
+            continue
+        try:
+            out[m] = m.arms(budget)
+        except settings.NoPaperPreset as err:
+            log(f"{name}: no paper-scale arms ({err})")
     return out
 
 
-def paper_dry_run(mods, arms: list[common.Arm], budget: str) -> None:
+def figure_hours(by_module: dict, arms: list[common.Arm]) -> dict[str, tuple[int, float]]:
+    """{figure script: (runs, device-hours)} over ``arms`` (an arm two
+    figures share counts in both)."""
+    keys = {a.key for a in arms}
+    out = {}
+    for m, module_arms in by_module.items():
+        mine = [a for a in common.dedupe_arms(module_arms) if a.key in keys]
+        if mine:
+            out[m.__name__.rsplit(".", 1)[-1]] = (len(mine), sum(a.est_s for a in mine) / 3600)
+    return out
+
+
+def paper_dry_run(by_module: dict, arms: list[common.Arm]) -> None:
     """Each figure's device-hours (crl_jax/training/cost_model.py), then each arm's."""
-    hours = {a.key: a.est_s / 3600 for a in arms}
     unit = f"{settings.ACCELERATOR}-hours"
-    for name, (runs, total) in figure_hours(mods, arms, budget).items():
+    for name, (runs, total) in figure_hours(by_module, arms).items():
         print(f"  {total:8,.0f} {unit}  {runs:2d} runs  {name}")
     for a in arms:
-        print(f"  {hours[a.key]:8,.0f} {unit}  {a.run_name}  {a.label}  {' '.join(a.overrides)}")
+        print(f"  {a.est_s / 3600:8,.0f} {unit}  {a.run_name}  {a.label}  {' '.join(a.overrides)}")
 
 
 def keep_arms(arms: list[common.Arm], flag: str, wanted: list[str], value) -> list[common.Arm]:
@@ -177,10 +176,16 @@ def make_all(mods, root: str, budget: str, out_dir: str, redraw=False) -> list[d
 def main(argv):
     del argv
     settings.set_paper_profile(FLAGS.profile)
-    mods = with_arms(modules(FLAGS.only), FLAGS.budget)  # whose arms run
-    every_mod = with_arms(modules([]), FLAGS.budget, log=lambda _: None)  # every figure is drawn
-    every_arm = collect_arms(every_mod, FLAGS.budget)
-    arms = collect_arms(mods, FLAGS.budget)
+    wanted = {m.__name__ for m in modules(FLAGS.only)}  # whose arms run
+
+    def say_why(line: str) -> None:  # a module left out, named when its arms were asked for
+        if any(name.endswith("." + line.split(":", 1)[0]) for name in wanted):
+            print(line)
+    every = arms_by_module(modules([]), FLAGS.budget, log=say_why)  # every figure is drawn
+    by_module = {m: a for m, a in every.items() if m.__name__ in wanted}
+    every_mod = list(every)
+    every_arm = common.dedupe_arms(a for module_arms in every.values() for a in module_arms)
+    arms = common.dedupe_arms(a for module_arms in by_module.values() for a in module_arms)
     arms = keep_arms(arms, "presets", FLAGS.presets, lambda a: a.preset)
     arms = keep_arms(arms, "seeds", FLAGS.seeds, lambda a: str(a.seed))
     arms = keep_arms(arms, "runs", FLAGS.runs, lambda a: a.run_name)
@@ -189,7 +194,7 @@ def main(argv):
               f"{settings.ACCELERATOR}-hours ({FLAGS.profile} profile; "
               "crl_jax/training/cost_model.py's assumptions)")
         if FLAGS.dry_run:
-            return paper_dry_run(mods, arms, FLAGS.budget)
+            return paper_dry_run(by_module, arms)
     else:
         print(f"{len(arms)} runs, estimated {settings.sweep_estimate_s(arms) / 60:.0f} min on 2 "
               f"cores with shared warm starts (budget {FLAGS.budget})")

@@ -18,7 +18,7 @@ def paper_profile():
 
 
 def test_paper_arms_run_the_checkpoint_presets_without_cpu_switches(paper_profile):
-    mods = reproduce.with_arms(reproduce.modules([]), "paper", log=lambda _: None)
+    mods = list(reproduce.arms_by_module(reproduce.modules([]), "paper", log=lambda _: None))
     names = {m.__name__.rsplit(".", 1)[-1] for m in mods}
     assert names == set(reproduce.PAPER_FIGURES)  # no study of the CPU testbed
     arms = reproduce.collect_arms(mods, "paper")
@@ -71,10 +71,10 @@ def test_run_arm_gives_its_process_the_jobs_environment(tmp_path):
 def _hours_table(profile: str) -> dict[str, tuple[str, str]]:
     settings.set_paper_profile(profile)
     try:
-        mods = reproduce.with_arms(reproduce.modules([]), "paper", log=lambda _: None)
-        arms = reproduce.collect_arms(mods, "paper")
+        by_module = reproduce.arms_by_module(reproduce.modules([]), "paper", log=lambda _: None)
+        arms = reproduce.collect_arms(list(by_module), "paper")
         rows = {name: (str(runs), f"{hours:,.0f}")
-                for name, (runs, hours) in reproduce.figure_hours(mods, arms, "paper").items()}
+                for name, (runs, hours) in reproduce.figure_hours(by_module, arms).items()}
         rows["all (distinct runs)"] = (str(len(arms)), f"{sum(a.est_s for a in arms) / 3600:,.0f}")
         return rows
     finally:
