@@ -122,6 +122,33 @@ def goal_object(goal: str) -> str:
     return ""
 
 
+# A pick-up as a trajectory text shows it: "take mug 1 from countertop 2 ->
+# You pick up the mug 1 from the cou..." (the observation may be clipped).
+_TAKE_STEP = re.compile(r"^take (?P<otype>[a-z]+) \d+ from (?P<home>[a-z]+ \d+) -> You pick up\b")
+
+
+def read_homes(goal: str, trajectory: str, keep: int = 2) -> tuple[str, ...]:
+    """Where a trajectory text (prompts.trajectory_text: "action ->
+    observation | ...") shows the goal's object type picked up, first pick
+    first (at most ``keep``); a take the game refused is no pick-up."""
+    otype = goal_object(goal)
+    found: list[str] = []
+    for step in trajectory.split(" | "):
+        m = _TAKE_STEP.match(" ".join(step.split()))
+        if otype and m and m.group("otype") == otype and m.group("home") not in found:
+            found.append(m.group("home"))
+    return tuple(found[:keep])
+
+
+def read_lesson(goal: str, trajectory: str, keep: int = 2) -> str | None:
+    """The lesson a trajectory text supports, as its type and homes without
+    a room ("mug: go to countertop 2"; ``read_homes``); None when the goal's
+    type was never picked up. What a perfect reader of the extractor's
+    prompt would write."""
+    homes = read_homes(goal, trajectory, keep)
+    return Lesson(goal_object(goal), (), homes).head if homes else None
+
+
 def lesson_key(otype: str, room: str) -> str:
     """What a lesson is found by (experience.bank.retrieval_key=lesson): its
     type and its room, without the homes."""

@@ -169,7 +169,11 @@ def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
                            max_prompt_tokens=x.extractor_max_prompt_tokens)
     merger = {"extractor": agent.merge, "dedup": setup.dedup_merger,
               "lessons": merge_lessons}[cfg.experience.merger]
-    return agent, setup.make_manager(cfg, agent, merger)
+    reader = agent
+    if cfg.controls.lesson_reader == "rule":  # a control: lessons read by rule
+        from crl_jax.training.lesson_controls import RuleLessonReader
+        reader = RuleLessonReader(agent)
+    return agent, setup.make_manager(cfg, reader, merger)
 
 
 def build_offline_bank(manager, demos: list) -> None:

@@ -271,6 +271,13 @@ class RunConfig:
                 not self.env.households or self.experience.bank.retrieval_key != "lesson"):
             raise ValueError("controls.lesson_room=other rewrites lesson queries: it needs "
                              "env.households > 0 and experience.bank.retrieval_key=lesson")
+        if self.controls.lesson_reader == "rule" and (
+                self.experience.bank.lesson_room != "episode" or self.experience.trains_extractor
+                or not self.experience.has_extractor or self.experience.static_bank):
+            raise ValueError("controls.lesson_reader=rule reads lessons in place of the extractor: "
+                             "it needs experience.bank.lesson_room=episode (its lessons name no "
+                             "room) and a mode that writes online without training the "
+                             "extractor (static_online)")
 
     def __post_init__(self):
         if self.experience.mode not in EXPERIENCE_MODES:
@@ -317,6 +324,9 @@ class RunConfig:
             raise ValueError("warm_start.extractor_writes_room=false teaches lessons that name "
                              "no room: it needs env.households > 0 and "
                              "experience.bank.lesson_room=episode, which files them")
+        if self.warm_start.extractor_reads_shown and not self.env.households:
+            raise ValueError("warm_start.extractor_reads_shown shapes households' lessons: it "
+                             "needs env.households > 0")
         if self.experience.actor_critic and not self.experience.retrieves:
             raise ValueError("experience.actor_critic judges retrieved entries; "
                              "experience.mode=none retrieves none")

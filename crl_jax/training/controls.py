@@ -39,6 +39,12 @@ class ControlSpec:
     queries the bank for its own room's lesson (the method) or for another
     pool household's (a control: lessons read where they were not learnt;
     crl_jax/training/lesson_controls.py)."""
+    lesson_reader: Literal["extractor", "rule"] = "extractor"
+    """Households: who reads an episode's trajectory into a lesson at
+    consolidation. extractor: the extractor model (the method); rule: a
+    perfect reader of the same prompt (where the goal's type was picked up,
+    first pick first; no lesson when it never was), the best the extractor
+    could write from its evidence (lesson_controls.RuleLessonReader)."""
     ask_answers: Literal["extractor", "nothing"] = "extractor"
     """What the search-and-ask tool answers: the bank's best entry rewritten
     by the extractor (the method), or nothing to every ask (an ablation: an

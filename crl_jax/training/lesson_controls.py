@@ -1,6 +1,7 @@
 """Households' controls and measures: ``controls.lesson_room=other``
-(Comp. RL reading another household's lessons) and the bank's lesson
-accuracy against the households' true homes.
+(Comp. RL reading another household's lessons), ``controls.lesson_reader=
+rule`` (lessons read from trajectories by rule: the extractor's oracle) and
+the bank's lesson accuracy against the households' true homes.
 
 A control for the households study, not a method: each guided episode's
 lesson query ("apple (room: ...)") names instead the room of another
@@ -13,7 +14,10 @@ from __future__ import annotations
 
 import re
 
-from crl_jax.envs.alfworld_lessons import lesson_key
+from crl_jax.envs.alfworld_lessons import lesson_key, read_lesson
+from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
+from crl_jax.rl import prompts
+from crl_jax.training.warmstart import extractor_response
 
 # lesson_key's form, read back: "apple (room: cabinet 1, ...)"
 _QUERY = re.compile(r"^(?P<otype>[a-z]*) \(room: (?P<room>.*)\)$")
@@ -64,3 +68,30 @@ def lesson_accuracy(entries, split) -> dict[str, float]:
     if count:
         out.update({"lessons/first_home": first / count, "lessons/any_home": anywhere / count})
     return out
+
+
+class RuleLessonReader:
+    """A control for the households study, not a method: consolidation's
+    reply is the lesson a perfect reader finds in the prompt's trajectory
+    (alfworld_lessons.read_lesson on the same clipped text the extractor
+    reads), or no lesson; the extractor answers everything else. What the
+    bank would learn if the extractor never misread, from the same evidence:
+    the gap to the learned bank is the extractor's, the gap to the oracle
+    lesson the evidence's."""
+
+    def __init__(self, extractor, traj_chars: int = prompts.EXTRACTOR_TRAJ_CHARS):
+        self.extractor = extractor
+        self.traj_chars = traj_chars
+
+    def __call__(self, request: ExtractionRequest) -> ExtractorReply:
+        if request.kind != "consolidate":
+            return self.extractor(request)
+        view = prompts.ExtractorView(request.goal, request.trajectory, request.success,
+                                     tuple(e.text for e in request.shown_entries),
+                                     kind=request.kind, room=request.room)
+        shown = " ".join(request.trajectory.split())
+        if len(shown) > self.traj_chars:  # as the prompt clips it (prompts._clip)
+            shown = shown[:self.traj_chars - 3]
+        lesson = read_lesson(request.goal, shown)
+        return ExtractorReply(prompts.render_extractor_compact(view, self.traj_chars),
+                              extractor_response(lesson))

@@ -29,9 +29,11 @@ import numpy as np
 
 from crl_jax.envs.alfworld_expert import PICK, AlfWorldEnvExpert, kind_of
 from crl_jax.envs.alfworld_households import household_index
-from crl_jax.envs.alfworld_lessons import Lesson, lesson_steps, parse_lesson, room_of, true_lesson
+from crl_jax.envs.alfworld_lessons import (Lesson, lesson_steps, parse_lesson, read_homes, room_of,
+                                           true_lesson)
 from crl_jax.rl.batch import Sample
-from crl_jax.training.warmstart import Demo, demo_extractor_prompt, extractor_response, play_expert
+from crl_jax.training.warmstart import (Demo, demo_extractor_prompt, extractor_response,
+                                       play_expert, with_missteps)
 
 LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap")
 
@@ -119,7 +121,8 @@ def _goal_type(demo: Demo) -> str:
 def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generator,
                        failure_fraction: float = 0.5, shown_fraction: float = 0.5,
                        max_shown: int = 2, room_jitter: float = 0.0, write_room: bool = True,
-                       wrong_picks: float = 0.0) -> list[Sample]:
+                       wrong_picks: float = 0.0, missteps: float = 0.0,
+                       read_shown: bool = False) -> list[Sample]:
     """The extractor's warm-start pairs for households (in place of
     warmstart.extractor_sft_samples' plans): each trajectory, and with
     probability ``failure_fraction`` a copy cut short as a lost episode, and
@@ -127,9 +130,15 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     (``wrong_pick``), -> the lesson it supports; the prompt states the room
     and, with probability ``shown_fraction``, lists 1-``max_shown`` other
     trajectories' lessons. With probability ``room_jitter`` a pair's room is
-    re-drawn (``jittered_room``) in its prompt and its lesson alike. Without
-    ``write_room`` the answered lessons end before their room (the shown
-    ones keep it, as the bank's entries do)."""
+    re-drawn (``jittered_room``) in its prompt and its lesson alike. With
+    probability ``missteps`` each of those copies is also shown with 1-3
+    actions the game rejected put into it (warmstart.with_missteps: a take
+    too early or from the wrong place, a wrong number, "Nothing happens."),
+    the lesson it supports unchanged, as the actor's trajectories in RL
+    have such steps and the expert's never. With ``read_shown`` a lesson
+    states only the pick-ups the prompt shows (``shown_lesson``). Without ``write_room`` the
+    answered lessons end before their room (the shown ones keep it, as the
+    bank's entries do)."""
 
     def cut(d: Demo, n: int) -> Demo:
         return dataclasses.replace(d, actions=d.actions[:n], observations=d.observations[:n + 1],
@@ -139,6 +148,7 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
         return lesson if lesson is None or write_room else parse_lesson(lesson).head
 
     known = [x for d in demos if (x := trajectory_lesson(d))]  # shown as the bank holds them
+    pool = [a for d in demos for a in d.actions] or ["look"]
     types = sorted({t for d in demos for t in _picked_types(d)})
     samples = []
     for d in demos:
@@ -147,6 +157,9 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
             copies.append((cut(d, int(rng.integers(1, len(d.actions)))), "cut"))
         if wrong_picks and rng.random() < wrong_picks and (wrong := wrong_pick(d, types, rng)):
             copies.append((wrong, "wrong pick"))
+        if missteps:  # no draw at 0
+            copies += [(with_missteps(c, int(rng.integers(1, 4)), rng, pool), "missteps")
+                       for c, _ in list(copies) if c.actions and rng.random() < missteps]
         for shown_demo, _ in copies:
             shown = []
             if known and rng.random() < shown_fraction:
@@ -158,10 +171,24 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                 room = jittered_room(room, _named(d), rng)
                 lesson = lesson and dataclasses.replace(parse_lesson(lesson), room=room).text
             prompt = demo_extractor_prompt(shown_demo, shown=shown, room=", ".join(room))
+            if read_shown and lesson:
+                lesson = shown_lesson(prompt, parse_lesson(lesson))
             p = tokenizer.encode(prompt)
             r = tokenizer.encode(extractor_response(written(lesson))) + [tokenizer.eos_id]
             samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
     return samples
+
+
+def shown_lesson(prompt: str, lesson: Lesson) -> str | None:
+    """``lesson`` with the homes its consolidation ``prompt`` shows (the
+    pick-ups in its "traj:" line, which the prompt clips at
+    prompts.EXTRACTOR_TRAJ_CHARS), or None when it shows none: a long
+    search's pick-up past the clip is no evidence the extractor can read,
+    and a target naming it teaches the extractor to write homes it cannot
+    see, as it then does for the actor's lost episodes in RL."""
+    goal = re.search(r"^goal: (.*)$", prompt, re.M).group(1)
+    homes = read_homes(goal, re.search(r"^traj: (.*)$", prompt, re.M).group(1), len(lesson.homes))
+    return dataclasses.replace(lesson, homes=homes).text if homes else None
 
 
 def jittered_room(room: Sequence[str], keep: set[str], rng: np.random.Generator,

@@ -96,7 +96,9 @@ def _train_extractor(cfg: RunConfig, demos, extractor: Learner, ext_tok, out_dir
     if cfg.env.households:  # lessons, not plans (lesson_demos.py)
         samples = lesson_sft_samples(demos, ext_tok, rng, room_jitter=ws.extractor_room_jitter,
                                      write_room=ws.extractor_writes_room,
-                                     wrong_picks=ws.extractor_wrong_picks)
+                                     wrong_picks=ws.extractor_wrong_picks,
+                                     missteps=ws.extractor_missteps,
+                                     read_shown=ws.extractor_reads_shown)
     else:
         samples = warmstart.extractor_sft_samples(demos, ext_tok, rng,
                                                   ask_fraction=ws.ask_fraction,

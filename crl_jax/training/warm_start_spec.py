@@ -50,7 +50,9 @@ class WarmStartSpec:
     """Share of won demos whose extractor sample is repeated with one or two
     actions the game rejected ("... -> Nothing happens.") put into the
     trajectory, the answer still the clean game's plan: the actor's
-    trajectories in RL have such steps and expert ones never do. 0: none."""
+    trajectories in RL have such steps and expert ones never do. Households:
+    the share of each lesson pair (won, cut short, wrong pick) repeated with
+    1-3 of them, the answer still the lesson it supports. 0: none."""
     extractor_room_jitter: float = 0.0
     """Households: share of the extractor's warm-start pairs whose room line,
     in the prompt and in the target lesson alike, is re-drawn (receptacles
@@ -69,6 +71,11 @@ class WarmStartSpec:
     ending there, lost; the answer is no lesson. The actor picks the wrong
     object in RL and the expert never does, and without such pairs the
     extractor wrote a lesson about whatever was picked up. 0: none."""
+    extractor_reads_shown: bool = False
+    """Households: whether the extractor's warm-start lessons name only the
+    pick-ups its prompt shows (a trajectory is clipped at 700 characters,
+    and a long search's pick-up past the clip gives no lesson). False: the
+    lesson of the whole trajectory, which can name a home the prompt hides."""
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
     # One token per digit in that tokenizer: ids and numbers read the same
     # wherever they appear, so copying one (WebShop's product ids) is a

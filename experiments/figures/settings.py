@@ -209,9 +209,20 @@ def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), se
         _check_paper_variant(base, overrides)
     given = Arm(label, preset, overrides, seed)
     kept = tuple(item for item in given.overrides if item.startswith("experience.mode=")
-                 or apply_overrides(base, [item]) != base)
+                 or _changes(base, item))
     arm = Arm(label, preset, kept, seed)
     return dataclasses.replace(arm, est_s=estimate_s(arm))
+
+
+def _changes(base, item: str) -> bool:
+    """Whether override ``item`` changes ``base``; one that is an error on
+    its own (valid only with another of the arm's, e.g. a control that needs
+    a mode) is kept."""
+    from crl_jax.training.config_io import ConfigError, apply_overrides
+    try:
+        return apply_overrides(base, [item]) != base
+    except ConfigError:
+        return True
 
 
 def comp_and_baseline(preset: str, budget: str, seed_list: Sequence[int],

@@ -6,7 +6,9 @@ from one warm start per seed: no experience (GRPO) and the oracle lesson
 oracle does not train clearly above GRPO, no bank can, and the regime is
 what needs changing. Then the learned bank (Comp. RL) beside them, and its
 controls: Comp. RL reading another household's lessons
-(controls.lesson_room=other: no gain or harm if the gain is transfer), and
+(controls.lesson_room=other: no gain or harm if the gain is transfer), the
+bank built from the same trajectories by a perfect reader
+(controls.lesson_reader=rule: the extractor's oracle), and
 Comp. RL and GRPO where objects have no homes (env.home_rate=0, their own
 warm starts: the gain must vanish); Static Online (a fixed extractor) for
 the co-evolution claim, with the bank's lesson accuracy against the
@@ -40,6 +42,8 @@ PRESET = "alfworld_households_cpu"
 NAME = "households"
 HEADING = "Households: lessons that transfer between games of a room"
 ORACLE = "Oracle, the household's lesson"
+RULE = "Lessons read by rule (the extractor's oracle)"
+SEEN = "Comp. RL, extractor taught on what it sees"
 NO_HOMES = ("env.home_rate=0",)
 # Each group's last variant is its reference (its GRPO).
 HOMES = (Variant(ORACLE, "oracle", ("controls.oracle_source=lesson",)),
@@ -49,6 +53,14 @@ HOMES = (Variant(ORACLE, "oracle", ("controls.oracle_source=lesson",)),
          # The preset's extractor batch (32 samples) never fills on households:
          # its RL never runs, and Comp. RL is Static Online. Batches of 8 do.
          Variant("Comp. RL, extractor batches of 8", extra=("experience.bank.train_batch_size=8",)),
+         # The extractor taught on trajectories like the actor's: rejected
+         # actions in them, and only the pick-ups its clipped prompt shows.
+         Variant(SEEN, extra=("warm_start.extractor_missteps=0.5",
+                              "warm_start.extractor_reads_shown=true")),
+         # The extractor's oracle: lessons read from the same trajectories by
+         # rule (no misreading), so the bank's gap to the oracle lesson is the
+         # evidence's, and the learned bank's gap to this arm the extractor's.
+         Variant(RULE, "static_online", ("controls.lesson_reader=rule",)),
          Variant(BASE, "none"))
 NONE = (Variant("Comp. RL, no homes (home rate 0)", extra=NO_HOMES),
         Variant("GRPO, no homes (home rate 0)", "none", NO_HOMES))
@@ -62,9 +74,17 @@ TWELVE_TURNS = ("rollout.max_turns=12",)
 TWELVE = (Variant(f"{ORACLE}, 12 turns", "oracle", ("controls.oracle_source=lesson",
                                                     *TWELVE_TURNS)),
           Variant("GRPO, 12 turns", "none", TWELVE_TURNS))
+# Twice the RL steps, twice the games a lesson is learnt from: where the
+# lessons read by rule (and so any extractor's) have the evidence to pay.
+FORTY_STEPS = ("train.steps=40",)
+FORTY = (Variant(f"{ORACLE}, 40 steps", "oracle", ("controls.oracle_source=lesson",
+                                                   *FORTY_STEPS)),
+         Variant(f"{RULE}, 40 steps", "static_online", ("controls.lesson_reader=rule",
+                                                         *FORTY_STEPS)),
+         Variant("GRPO, 40 steps", "none", FORTY_STEPS))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
-          (SMALL, "small rooms"), (TWELVE, "12 turns"))
+          (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"))
 
 
 def arms(budget: str) -> list:

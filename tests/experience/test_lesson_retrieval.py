@@ -9,7 +9,7 @@ import pytest
 
 from crl_jax.envs.alfworld_households import households
 from crl_jax.envs.alfworld_lessons import (Lesson, about_room, goal_object, lesson_index,
-                                           lesson_query, merge_lessons, true_lesson)
+                                           lesson_query, merge_lessons, read_lesson, true_lesson)
 from crl_jax.experience import (AddEntry, EpisodeRecord, ExperienceBank, ExperienceConfig,
                                 ExperienceManager, ExtractorReply, HashingEmbedder)
 from crl_jax.experience.operations import index_text, query_text
@@ -116,6 +116,28 @@ def test_a_trajectory_supports_the_lesson_of_where_its_goal_was_found():
     # a pick of another object is no evidence; a game that never found it gives none
     other = _demo(["take mug 1 from cabinet 1"], ["You pick up the mug 1 from the cabinet 1."])
     assert trajectory_lesson(other) is None
+
+
+def test_read_lesson_finds_in_the_clipped_text_what_the_whole_trajectory_shows():
+    """The rule reader sees the extractor's text (observations cut to 40
+    characters, so the pick-up's receptacle is read from the action) and
+    agrees with trajectory_lesson, which reads the whole observations."""
+    demo = _demo(["go to cabinet 1", "take apple 1 from cabinet 1", "go to countertop 1",
+                  "take apple 2 from countertop 1", "take apple 1 from fridge 1"],
+                 ["You arrive at cabinet 1. On the cabinet 1, you see a mug 1.",
+                  "Nothing happens.",  # a take the game refused is no pick-up
+                  "You arrive at countertop 1. On the countertop 1, you see a apple 2.",
+                  "You pick up the apple 2 from the countertop 1.",
+                  "You pick up the apple 1 from the fridge 1."], won=False)
+    text = prompts.trajectory_text(demo.actions, demo.observations[1:], obs_chars=40)
+    assert "countertop 1." not in text.split("take apple 2")[1].split("|")[0]  # clipped
+    assert read_lesson(demo.goal, text) == "apple: go to countertop 1 > go to fridge 1"
+    assert read_lesson(demo.goal, text) + f" (room: {', '.join(ROOM)})" == trajectory_lesson(demo)
+    assert read_lesson(demo.goal, text, keep=1) == "apple: go to countertop 1"
+    # another type's pick, no pick, a goal naming no object: no lesson
+    assert read_lesson("put a mug in fridge", text) is None
+    assert read_lesson(demo.goal, "go to cabinet 1 -> You arrive at cabinet 1.") is None
+    assert read_lesson("go west", text) is None
 
 
 def test_about_room_files_the_lessons_homes_under_the_given_room():

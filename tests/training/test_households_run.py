@@ -274,3 +274,99 @@ def test_the_extractors_room_jitter_redraws_the_room_in_prompt_and_lesson_alike(
         apply_overrides(cfg, ["warm_start.extractor_wrong_picks=-1"])
     with pytest.raises(ValueError, match="lesson_room=episode"):
         apply_overrides(cfg, ["experience.bank.lesson_room=written"])
+
+
+def test_the_rule_reader_writes_the_lesson_its_prompt_shows_and_needs_a_static_mode(cfg):
+    """controls.lesson_reader=rule: consolidation's reply is the lesson read
+    from the same clipped trajectory the extractor would get (or "return"
+    when the goal's type was never picked up), with the extractor's prompt;
+    every other request goes to the extractor. Only a mode that writes
+    online without training the extractor takes it."""
+    import json
+    from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
+    from crl_jax.rl import prompts
+    from crl_jax.training.lesson_controls import RuleLessonReader
+    asked = []
+
+    def extractor(request):
+        asked.append(request.kind)
+        return ExtractorReply("p", "rewritten")
+    reader = RuleLessonReader(extractor)
+    room = "cabinet 1, countertop 1"
+    won = ("go to cabinet 1 -> You arrive at cabinet 1. On the cab... | "
+           "take mug 1 from cabinet 1 -> You pick up the mug 1 from the cab...")
+    reply = reader(ExtractionRequest("consolidate", (), "put a hot mug in cabinet", won, True,
+                                     room=room))
+    assert json.loads(reply.response) == [{"op": "add", "entry": "mug: go to cabinet 1"}]
+    assert reply.prompt == prompts.render_extractor_compact(prompts.ExtractorView(
+        "put a hot mug in cabinet", won, True, room=room))
+    lost = reader(ExtractionRequest("consolidate", (), "put a hot apple in cabinet", won, False))
+    assert json.loads(lost.response) == [{"op": "return"}]
+    # beyond the prompt's clip a pick-up is unseen, by the rule as by the extractor
+    far = "go to cabinet 1 -> Nothing happens. | " * 30 + "take mug 1 from cabinet 1 -> You pick up"
+    assert json.loads(reader(ExtractionRequest("consolidate", (), "put a mug in cabinet", far,
+                                               False)).response) == [{"op": "return"}]
+    assert reader(ExtractionRequest("ask", (), query="where?")).response == "rewritten"
+    assert asked == ["ask"]
+    assert apply_overrides(cfg, ["experience.mode=static_online",
+                                 "controls.lesson_reader=rule"]).controls.lesson_reader == "rule"
+    for bad in (["controls.lesson_reader=rule"],  # comp_rl would train the extractor on its replies
+                ["experience.mode=none", "controls.lesson_reader=rule"],
+                ["experience.mode=static_online", "experience.bank.lesson_room=written",
+                 "controls.lesson_reader=rule"]):
+        with pytest.raises(ValueError, match="lesson_reader=rule"):
+            apply_overrides(cfg, bad)
+
+
+def test_extractor_missteps_repeat_each_pair_with_rejected_actions_and_the_same_lesson(cfg):
+    """missteps=1: every pair (the demo, its cut copy) comes again with 1-3
+    rejected actions ("Nothing happens.") in its trajectory, answered (with
+    read_shown) with the lesson the rule reader finds in that noisy text; 0
+    draws nothing."""
+    from crl_jax.envs.alfworld_lessons import read_lesson
+    demos, clean = _pairs(cfg, 0.0, write_room=False)
+    _, same = _pairs(cfg, 0.0, write_room=False, missteps=0.0)
+    assert same == clean
+    _, noisy = _pairs(cfg, 0.0, write_room=False, missteps=1.0, read_shown=True)
+    shown = [(p, entry) for p, _, _, entry in noisy if "Nothing happens." in p]
+    # half the pairs are noisy twins (expert trajectories reject nothing); a
+    # twin whose missteps fall past the prompt's 700-character clip shows none
+    assert len(noisy) // 2 - 2 <= len(shown) <= len(noisy) // 2 and len(noisy) > len(clean)
+    for prompt, entry in shown:
+        goal = re.search(r"goal: (.+)", prompt).group(1)
+        traj = re.search(r"traj: (.+)", prompt).group(1)
+        assert entry == read_lesson(goal, traj), prompt
+    assert any(entry for _, entry in shown) and any(entry is None for _, entry in shown)
+
+
+def test_read_shown_answers_each_pair_with_the_pick_ups_its_prompt_shows(cfg):
+    """read_shown: a pair's lesson is what the rule reader finds in its
+    clipped "traj:" line, so a pick-up past the clip gives no lesson (a
+    hand-made search of 14 receptacles before its pick-up, whose whole
+    trajectory's lesson names the home its prompt hides)."""
+    from crl_jax.envs.alfworld_lessons import read_lesson
+    _, whole = _pairs(cfg, 0.0, write_room=False)
+    _, shown = _pairs(cfg, 0.0, write_room=False, read_shown=True)
+    assert [p for p, *_ in whole] == [p for p, *_ in shown]
+    hidden = 0
+    for (prompt, _, _, entry), (_, _, _, entry_whole) in zip(shown, whole):
+        goal = re.search(r"goal: (.+)", prompt).group(1)
+        assert entry == read_lesson(goal, re.search(r"traj: (.+)", prompt).group(1)), prompt
+    from crl_jax.training.lesson_demos import shown_lesson
+    from crl_jax.training.warmstart import demo_extractor_prompt
+    first = ("-= Welcome =-\n\nYou are in the middle of a room. Looking quickly around you, you "
+             "see a cabinet 1, and a fridge 1.\n\nYour task is to: x")
+    search = [f"go to drawer {i}" for i in range(1, 15)]
+    long = Demo("alfworld", 0, "put a clean apple in fridge",
+                [first, *[f"You arrive at {a[6:]}. On the {a[6:]}, you see nothing." for a in search],
+                 "You pick up the apple 1 from the cabinet 1."],
+                [*search, "take apple 1 from cabinet 1"], False)
+    prompt = demo_extractor_prompt(long, room="cabinet 1, fridge 1")
+    assert "take apple 1" not in prompt and trajectory_lesson(long) is not None
+    assert shown_lesson(prompt, parse_lesson(trajectory_lesson(long))) is None
+    cut = dataclasses.replace(long, actions=[*search[:3], long.actions[-1]],
+                              observations=[*long.observations[:4], long.observations[-1]])
+    assert shown_lesson(demo_extractor_prompt(cut, room="cabinet 1, fridge 1"),
+                        parse_lesson(trajectory_lesson(cut))) == trajectory_lesson(cut)
+    with pytest.raises(ValueError, match="extractor_reads_shown"):
+        apply_overrides(load_preset("alfworld_cpu"), ["warm_start.extractor_reads_shown=true"])

@@ -1,0 +1,46 @@
+"""The lesson-reading diagnostic's verdicts on hand-written answers, and its
+lost copy cut before the first pick-up."""
+import json
+
+from crl_jax.training.warmstart import Demo, demo_extractor_prompt
+from experiments.diagnostics.lesson_reading import cut_before_pick, verdict
+
+FIRST = ("-= Welcome =-\n\nYou are in the middle of a room. Looking quickly around you, you "
+         "see a cabinet 1, a countertop 1, and a fridge 1.\n\nYour task is to: x")
+DEMO = Demo("alfworld", 0, "put a clean apple in fridge", [
+    FIRST, "You arrive at cabinet 1. On the cabinet 1, you see a mug 1.",
+    "You arrive at countertop 1. On the countertop 1, you see a apple 1.",
+    "You pick up the apple 1 from the countertop 1.", "You arrive at fridge 1."],
+    ["go to cabinet 1", "go to countertop 1", "take apple 1 from countertop 1", "go to fridge 1"],
+    True)
+ROOM = "cabinet 1, countertop 1, fridge 1"
+
+
+def _add(entry):
+    return json.dumps([{"op": "add", "entry": entry}])
+
+
+def test_verdicts_against_what_the_prompt_shows():
+    whole = demo_extractor_prompt(DEMO, room=ROOM)
+    lost = demo_extractor_prompt(cut_before_pick(DEMO), room=ROOM)
+    assert "take apple" not in lost and "go to countertop 1" in lost
+    assert verdict(_add("apple: go to countertop 1"), whole) == "right"
+    # a room written or garbled after the homes changes nothing: the bank files it
+    assert verdict(_add("apple: go to countertop 1 (room: cab"), whole) == "right"
+    assert verdict(_add("apple: go to cabinet 1"), whole) == "wrong homes"
+    assert verdict(_add("mug: go to countertop 1"), whole) == "other"
+    assert verdict(json.dumps([{"op": "return"}]), whole) == "other"
+    assert verdict("not json", whole) == "other"
+    assert verdict(json.dumps([{"op": "return"}]), lost) == "right"
+    assert verdict(_add("apple: go to countertop 1"), lost) == "invented"
+
+
+def test_cut_before_pick_keeps_the_search_and_needs_one():
+    cut = cut_before_pick(DEMO)
+    assert cut.actions == DEMO.actions[:2] and cut.observations == DEMO.observations[:3]
+    assert not cut.won
+    picks_first = Demo("alfworld", 0, DEMO.goal, [FIRST, DEMO.observations[3]],
+                       ["take apple 1 from countertop 1"], False)
+    assert cut_before_pick(picks_first) is None
+    assert cut_before_pick(Demo("alfworld", 0, DEMO.goal, DEMO.observations[:3],
+                                DEMO.actions[:2], False)) is None
