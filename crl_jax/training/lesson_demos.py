@@ -36,6 +36,12 @@ from crl_jax.training.warmstart import (Demo, demo_extractor_prompt, extractor_r
                                        play_expert, with_missteps)
 
 LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap")
+# The most rejected actions a noisy lesson pair shows: the actor's lost
+# episodes at the 10-turn cap are mostly such steps. With 8 in each
+# trajectory, the preset's extractor (taught on clean expert ones) invents a
+# lesson where none shows for 0.41 of its prompts and reads 0.08 right
+# (experiments/diagnostics/lesson_reading.py --missteps=8).
+LESSON_MISSTEPS = 8
 
 
 class LessonBook:
@@ -131,8 +137,8 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     and, with probability ``shown_fraction``, lists 1-``max_shown`` other
     trajectories' lessons. With probability ``room_jitter`` a pair's room is
     re-drawn (``jittered_room``) in its prompt and its lesson alike. With
-    probability ``missteps`` each of those copies is also shown with 1-3
-    actions the game rejected put into it (warmstart.with_missteps: a take
+    probability ``missteps`` each of those copies is also shown with 1 to
+    LESSON_MISSTEPS actions the game rejected put into it (warmstart.with_missteps: a take
     too early or from the wrong place, a wrong number, "Nothing happens."),
     the lesson it supports unchanged, as the actor's trajectories in RL
     have such steps and the expert's never. With ``read_shown`` a lesson
@@ -158,7 +164,8 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
         if wrong_picks and rng.random() < wrong_picks and (wrong := wrong_pick(d, types, rng)):
             copies.append((wrong, "wrong pick"))
         if missteps:  # no draw at 0
-            copies += [(with_missteps(c, int(rng.integers(1, 4)), rng, pool), "missteps")
+            copies += [(with_missteps(c, int(rng.integers(1, LESSON_MISSTEPS + 1)), rng, pool),
+                        "missteps")
                        for c, _ in list(copies) if c.actions and rng.random() < missteps]
         for shown_demo, _ in copies:
             shown = []

@@ -52,7 +52,7 @@ class WarmStartSpec:
     trajectory, the answer still the clean game's plan: the actor's
     trajectories in RL have such steps and expert ones never do. Households:
     the share of each lesson pair (won, cut short, wrong pick) repeated with
-    1-3 of them, the answer still the lesson it supports. 0: none."""
+    1-8 of them, the answer still the lesson it supports. 0: none."""
     extractor_room_jitter: float = 0.0
     """Households: share of the extractor's warm-start pairs whose room line,
     in the prompt and in the target lesson alike, is re-drawn (receptacles

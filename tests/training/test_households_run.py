@@ -319,7 +319,7 @@ def test_the_rule_reader_writes_the_lesson_its_prompt_shows_and_needs_a_static_m
 
 
 def test_extractor_missteps_repeat_each_pair_with_rejected_actions_and_the_same_lesson(cfg):
-    """missteps=1: every pair (the demo, its cut copy) comes again with 1-3
+    """missteps=1: every pair (the demo, its cut copy) comes again with 1-8
     rejected actions ("Nothing happens.") in its trajectory, answered (with
     read_shown) with the lesson the rule reader finds in that noisy text; 0
     draws nothing."""
