@@ -44,3 +44,18 @@ def test_cut_before_pick_keeps_the_search_and_needs_one():
     assert cut_before_pick(picks_first) is None
     assert cut_before_pick(Demo("alfworld", 0, DEMO.goal, DEMO.observations[:3],
                                 DEMO.actions[:2], False)) is None
+
+
+def test_lesson_writes_judges_a_runs_consolidation_samples():
+    from experiments.diagnostics.lesson_writes import writes_of
+    whole = demo_extractor_prompt(DEMO, room=ROOM)
+    lost = demo_extractor_prompt(cut_before_pick(DEMO), room=ROOM)
+    samples = [{"kind": "consolidate", "prompt": whole, "response": _add("apple: go to countertop 1")},
+               {"kind": "consolidate", "prompt": lost, "response": _add("apple: go to fridge 1")},
+               {"kind": "consolidate", "prompt": lost, "response": _add("apple: go to fridge 1")},
+               {"kind": "consolidate", "prompt": whole, "response": _add("apple: go to fridge 1")},
+               {"kind": "ask", "prompt": "ask", "response": "x"}]
+    out = writes_of({"manager": {"counters": {"episodes": 9},
+                                 "training_buffer": {"samples": samples}}})
+    assert out == {"episodes": 9, "writing_replies": 4, "right": 0.25, "invented": 0.5,
+                   "wrong homes": 0.25, "other": 0.0}
