@@ -4,7 +4,11 @@ keeps as a training sample (a reply that wrote at least one entry), judged
 as lesson_reading.py judges the warm start's (right, invented where the
 text shows no pick-up, wrong homes, other):
 
-    python experiments/diagnostics/lesson_writes.py RUN_DIR [RUN_DIR ...] [--json_out=F]
+    python experiments/diagnostics/lesson_writes.py RUN_DIR [RUN_DIR ...] [--save] [--json_out=F]
+
+--save writes each run's shares to RUN_DIR/lesson_writes.json, which is
+committed with a figure run's record (the checkpoints it is read from are
+not).
 
 A reply that wrote nothing ("no lesson") is not kept, so the shares are of
 the writing replies; the line also gives the episodes consolidated and the
@@ -29,6 +33,8 @@ class Command:
     """Run directories (each with checkpoints/)."""
     json_out: str | None = None
     """Also write the report as JSON here."""
+    save: bool = False
+    """Also write each run's shares to RUN_DIR/lesson_writes.json."""
 
 
 def writes_of(host_state: dict) -> dict:
@@ -57,7 +63,10 @@ def main(argv=None) -> int:
             print(f"error: {run} has no experience manager (experience.mode=none or oracle)",
                   file=sys.stderr)
             return 2
-        report[run] = out = writes_of(restored.host_state)
+        report[run] = out = {"step": restored.step, **writes_of(restored.host_state)}
+        if command.save:
+            with open(os.path.join(run, "lesson_writes.json"), "w") as f:
+                json.dump(out, f, indent=2)
         print(f"{os.path.basename(run.rstrip('/'))} (step {restored.step}): {out['episodes']} "
               f"episodes, {out['writing_replies']} replies wrote: "
               + ", ".join(f"{k} {out[k]:.2f}" for k in VERDICTS))

@@ -26,6 +26,8 @@ Full budget only (the quick budget's hour has no room for its runs).
 """
 from __future__ import annotations
 
+import json
+import os
 import sys
 
 import numpy as np
@@ -104,27 +106,49 @@ def _per_seed(runs: dict, key: str) -> str:
     return f"{fmt(float(np.nanmean(vals)))} ({', '.join(fmt(v) for v in vals)})"
 
 
+def _writes(arms, root: str, key: str) -> str:
+    """Seed mean (per seed) of ``key`` in the runs' lesson_writes.json."""
+    vals = []
+    for arm in sorted(arms, key=lambda a: a.seed):
+        path = os.path.join(common.run_dir(arm, root), "lesson_writes.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                vals.append(float(json.load(f)[key]))
+        else:
+            vals.append(float("nan"))
+    if not vals or all(v != v for v in vals):
+        return "-"
+    return f"{fmt(float(np.nanmean(vals)))} ({', '.join(fmt(v) for v in vals)})"
+
+
 def held_out_table(budget: str, root: str, notes: list) -> dict:
     """Held-out success, seen and unseen households, and the bank's lessons."""
     rows = []
     for variants, title in GROUPS:
-        runs, more = common.load_runs(variant_arms(PRESET, budget, variants), root)
+        arms = variant_arms(PRESET, budget, variants)
+        runs, more = common.load_runs(arms, root)
         notes += more
         for v in variants:
             mine = runs.get(v.label, {})
             cells = [_per_seed(mine, k) for k in (
                 "eval_no_exp/success", "eval_with_exp/success", "eval_unseen_no_exp/success",
                 "eval_unseen_with_exp/success", "lessons/first_home", "lessons/coverage")]
+            drawn = [a for a in arms if a.label == v.label and a.seed in mine]
+            cells += [_writes(drawn, root, k) for k in ("right", "invented")]
             rows.append([f"{v.label} ({title})", ", ".join(str(s) for s in sorted(mine)) or "-",
                          *cells])
     return {"caption": "Held-out success at the last evaluation: new games of the pool's "
                        "households (seen) and games of 8 households no training touched "
                        "(unseen), without / with experience; the bank's lessons about the "
                        "pool's households: share whose first home is the household's first "
-                       "home, and share of the pool's (room, goal type) pairs with a lesson. "
-                       "Seed mean (per seed).",
+                       "home, and share of the pool's (room, goal type) pairs with a lesson; "
+                       "the lessons the extractor wrote in RL (replies that wrote, at the "
+                       "last checkpoint: experiments/diagnostics/lesson_writes.py --save): "
+                       "share right about what the trajectory shows, and share invented "
+                       "where it shows no pick-up. Seed mean (per seed).",
             "columns": ["arm", "seeds", "seen, no exp.", "seen, with exp.", "unseen, no exp.",
-                        "unseen, with exp.", "lessons: first home right", "lessons: coverage"],
+                        "unseen, with exp.", "lessons: first home right", "lessons: coverage",
+                        "writes: right", "writes: invented"],
             "rows": rows}
 
 

@@ -55,3 +55,14 @@ def test_held_out_table_reads_each_seeds_last_evaluation(tmp_path):
     assert row[2] == "0.50 (0.25, 0.50, 0.75)"
     assert row[4] == "0.25 (0.12, 0.25, 0.38)"
     assert row[3] == "-"  # a run without experience has no with-experience evaluation
+    assert row[-2:] == ["-", "-"]  # no lesson_writes.json
+    comp = [a for a in variant_arms(households.PRESET, "full", households.HOMES)
+            if a.label == households.COMP]
+    for arm, right in zip(comp, (0.1, 0.2, 0.3)):
+        _write(tmp_path, arm, [(20, 0.5)])
+        if arm.seed != 1:  # a seed without the file counts as missing, not as 0
+            (tmp_path / arm.run_name / "lesson_writes.json").write_text(
+                json.dumps({"right": right, "invented": 1 - right}))
+    row = next(r for r in households.held_out_table("full", str(tmp_path), [])["rows"]
+               if r[0].startswith(households.COMP + " ("))
+    assert row[-2:] == ["0.20 (0.10, n/a, 0.30)", "0.80 (0.90, n/a, 0.70)"]
