@@ -46,6 +46,7 @@ HEADING = "Households: lessons that transfer between games of a room"
 ORACLE = "Oracle, the household's lesson"
 RULE = "Lessons read by rule (the extractor's oracle)"
 SEEN = "Comp. RL, extractor taught on what it sees"
+SEEN_EXTRACTOR = ("warm_start.extractor_missteps=0.5", "warm_start.extractor_reads_shown=true")
 NO_HOMES = ("env.home_rate=0",)
 # Each group's last variant is its reference (its GRPO).
 HOMES = (Variant(ORACLE, "oracle", ("controls.oracle_source=lesson",)),
@@ -57,8 +58,7 @@ HOMES = (Variant(ORACLE, "oracle", ("controls.oracle_source=lesson",)),
          Variant("Comp. RL, extractor batches of 8", extra=("experience.bank.train_batch_size=8",)),
          # The extractor taught on trajectories like the actor's: rejected
          # actions in them, and only the pick-ups its clipped prompt shows.
-         Variant(SEEN, extra=("warm_start.extractor_missteps=0.5",
-                              "warm_start.extractor_reads_shown=true")),
+         Variant(SEEN, extra=SEEN_EXTRACTOR),
          # The extractor's oracle: lessons read from the same trajectories by
          # rule (no misreading), so the bank's gap to the oracle lesson is the
          # evidence's, and the learned bank's gap to this arm the extractor's.
@@ -83,6 +83,7 @@ FORTY = (Variant(f"{ORACLE}, 40 steps", "oracle", ("controls.oracle_source=lesso
                                                    *FORTY_STEPS)),
          Variant(f"{RULE}, 40 steps", "static_online", ("controls.lesson_reader=rule",
                                                          *FORTY_STEPS)),
+         Variant(f"{SEEN}, 40 steps", extra=(*SEEN_EXTRACTOR, *FORTY_STEPS)),
          Variant("GRPO, 40 steps", "none", FORTY_STEPS))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
