@@ -138,13 +138,13 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     trajectories' lessons. With probability ``room_jitter`` a pair's room is
     re-drawn (``jittered_room``) in its prompt and its lesson alike. With
     probability ``missteps`` each of those copies is also shown with 1 to
-    LESSON_MISSTEPS actions the game rejected put into it (warmstart.with_missteps: a take
-    too early or from the wrong place, a wrong number, "Nothing happens."),
-    the lesson it supports unchanged, as the actor's trajectories in RL
-    have such steps and the expert's never. With ``read_shown`` a lesson
-    states only the pick-ups the prompt shows (``shown_lesson``). Without ``write_room`` the
-    answered lessons end before their room (the shown ones keep it, as the
-    bank's entries do)."""
+    LESSON_MISSTEPS actions the game rejected put into it
+    (warmstart.with_missteps: a take too early or from the wrong place, a
+    wrong number, "Nothing happens."), the lesson it supports unchanged, as
+    the actor's trajectories in RL have such steps and the expert's never.
+    With ``read_shown`` a lesson states only the pick-ups the prompt shows
+    (``shown_lesson``). Without ``write_room`` the answered lessons end
+    before their room (the shown ones keep it, as the bank's entries do)."""
 
     def cut(d: Demo, n: int) -> Demo:
         return dataclasses.replace(d, actions=d.actions[:n], observations=d.observations[:n + 1],
@@ -192,7 +192,7 @@ def shown_lesson(prompt: str, lesson: Lesson) -> str | None:
     prompts.EXTRACTOR_TRAJ_CHARS), or None when it shows none: a long
     search's pick-up past the clip is no evidence the extractor can read,
     and a target naming it teaches the extractor to write homes it cannot
-    see, as it then does for the actor's lost episodes in RL."""
+    see."""
     goal = re.search(r"^goal: (.*)$", prompt, re.M).group(1)
     homes = read_homes(goal, re.search(r"^traj: (.*)$", prompt, re.M).group(1), len(lesson.homes))
     return dataclasses.replace(lesson, homes=homes).text if homes else None
