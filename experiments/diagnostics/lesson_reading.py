@@ -56,7 +56,8 @@ def verdict(answer: str, prompt: str) -> str:
         op = {}
     if op.get("op") == "return":
         return "right" if shown is None else "other"
-    lesson = parse_lesson(about_room(str(op.get("entry", "")), room)) if op.get("op") == "add" else None
+    entry = str(op.get("entry", "")) if op.get("op") == "add" else ""
+    lesson = parse_lesson(about_room(entry, room)) if entry else None
     if lesson is None:
         return "other"
     if shown is None:

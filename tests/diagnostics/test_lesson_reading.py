@@ -50,7 +50,8 @@ def test_lesson_writes_judges_a_runs_consolidation_samples():
     from experiments.diagnostics.lesson_writes import writes_of
     whole = demo_extractor_prompt(DEMO, room=ROOM)
     lost = demo_extractor_prompt(cut_before_pick(DEMO), room=ROOM)
-    samples = [{"kind": "consolidate", "prompt": whole, "response": _add("apple: go to countertop 1")},
+    samples = [{"kind": "consolidate", "prompt": whole,
+                "response": _add("apple: go to countertop 1")},
                {"kind": "consolidate", "prompt": lost, "response": _add("apple: go to fridge 1")},
                {"kind": "consolidate", "prompt": lost, "response": _add("apple: go to fridge 1")},
                {"kind": "consolidate", "prompt": whole, "response": _add("apple: go to fridge 1")},

@@ -358,7 +358,8 @@ def test_read_shown_answers_each_pair_with_the_pick_ups_its_prompt_shows(cfg):
              "see a cabinet 1, and a fridge 1.\n\nYour task is to: x")
     search = [f"go to drawer {i}" for i in range(1, 15)]
     long = Demo("alfworld", 0, "put a clean apple in fridge",
-                [first, *[f"You arrive at {a[6:]}. On the {a[6:]}, you see nothing." for a in search],
+                [first, *[f"You arrive at {a[6:]}. On the {a[6:]}, you see nothing."
+                           for a in search],
                  "You pick up the apple 1 from the cabinet 1."],
                 [*search, "take apple 1 from cabinet 1"], False)
     prompt = demo_extractor_prompt(long, room="cabinet 1, fridge 1")
