@@ -40,7 +40,7 @@ LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap")
 # episodes at the 10-turn cap are mostly such steps. With 8 in each
 # trajectory, the preset's extractor (taught on clean expert ones) invents a
 # lesson where none shows for 0.41 of its prompts and reads 0.08 right
-# (experiments/diagnostics/lesson_reading.py --missteps=8).
+# (docs/FINDINGS.md, "Households: the extractor invented lessons ...").
 LESSON_MISSTEPS = 8
 
 
@@ -146,10 +146,6 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     (``shown_lesson``). Without ``write_room`` the answered lessons end
     before their room (the shown ones keep it, as the bank's entries do)."""
 
-    def cut(d: Demo, n: int) -> Demo:
-        return dataclasses.replace(d, actions=d.actions[:n], observations=d.observations[:n + 1],
-                                   won=False)
-
     def written(lesson: str | None) -> str | None:
         return lesson if lesson is None or write_room else parse_lesson(lesson).head
 
@@ -158,16 +154,7 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     types = sorted({t for d in demos for t in _picked_types(d)})
     samples = []
     for d in demos:
-        copies = [(d, None)]
-        if len(d.actions) > 1 and rng.random() < failure_fraction:
-            copies.append((cut(d, int(rng.integers(1, len(d.actions)))), "cut"))
-        if wrong_picks and rng.random() < wrong_picks and (wrong := wrong_pick(d, types, rng)):
-            copies.append((wrong, "wrong pick"))
-        if missteps:  # no draw at 0
-            copies += [(with_missteps(c, int(rng.integers(1, LESSON_MISSTEPS + 1)), rng, pool),
-                        "missteps")
-                       for c, _ in list(copies) if c.actions and rng.random() < missteps]
-        for shown_demo, _ in copies:
+        for shown_demo in _copies(d, rng, failure_fraction, wrong_picks, types, missteps, pool):
             shown = []
             if known and rng.random() < shown_fraction:
                 k = int(rng.integers(1, max_shown + 1))
@@ -184,6 +171,24 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
             r = tokenizer.encode(extractor_response(written(lesson))) + [tokenizer.eos_id]
             samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
     return samples
+
+
+def _copies(d: Demo, rng: np.random.Generator, failure_fraction: float, wrong_picks: float,
+            types: Sequence[str], missteps: float, pool: Sequence[str]) -> list[Demo]:
+    """``d`` and the copies lesson_sft_samples shows of it: cut short as a
+    lost episode, ending at a wrong pick, and any of those with rejected
+    actions put in (the random draws in that order)."""
+    copies = [d]
+    if len(d.actions) > 1 and rng.random() < failure_fraction:
+        n = int(rng.integers(1, len(d.actions)))
+        copies.append(dataclasses.replace(d, actions=d.actions[:n],
+                                          observations=d.observations[:n + 1], won=False))
+    if wrong_picks and rng.random() < wrong_picks and (wrong := wrong_pick(d, types, rng)):
+        copies.append(wrong)
+    if missteps:  # no draw at 0
+        copies += [with_missteps(c, int(rng.integers(1, LESSON_MISSTEPS + 1)), rng, pool)
+                   for c in list(copies) if c.actions and rng.random() < missteps]
+    return copies
 
 
 def shown_lesson(prompt: str, lesson: Lesson) -> str | None:
