@@ -40,7 +40,7 @@ LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap")
 # episodes at the 10-turn cap are mostly such steps. With 8 in each
 # trajectory, the preset's extractor (taught on clean expert ones) invents a
 # lesson where none shows for 0.41 of its prompts and reads 0.08 right
-# (docs/FINDINGS.md, "Households: the extractor invented lessons ...").
+# (docs/FINDINGS.md, "Households: the extractor invented lessons").
 LESSON_MISSTEPS = 8
 
 
