@@ -17,6 +17,7 @@ import re
 from crl_jax.envs.alfworld_lessons import lesson_key, read_lesson
 from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
 from crl_jax.rl import prompts
+from crl_jax.training.lesson_demos import prompt_lines
 from crl_jax.training.warmstart import extractor_response
 
 # lesson_key's form, read back: "apple (room: cabinet 1, ...)"
@@ -79,19 +80,15 @@ class RuleLessonReader:
     the gap to the learned bank is the extractor's, the gap to the oracle
     lesson the evidence's."""
 
-    def __init__(self, extractor, traj_chars: int = prompts.EXTRACTOR_TRAJ_CHARS):
+    def __init__(self, extractor):
         self.extractor = extractor
-        self.traj_chars = traj_chars
 
     def __call__(self, request: ExtractionRequest) -> ExtractorReply:
         if request.kind != "consolidate":
             return self.extractor(request)
-        view = prompts.ExtractorView(request.goal, request.trajectory, request.success,
-                                     tuple(e.text for e in request.shown_entries),
-                                     kind=request.kind, room=request.room)
-        shown = " ".join(request.trajectory.split())
-        if len(shown) > self.traj_chars:  # as the prompt clips it (prompts._clip)
-            shown = shown[:self.traj_chars - 3]
-        lesson = read_lesson(request.goal, shown)
-        return ExtractorReply(prompts.render_extractor_compact(view, self.traj_chars),
-                              extractor_response(lesson))
+        prompt = prompts.render_extractor_compact(prompts.ExtractorView(
+            request.goal, request.trajectory, request.success,
+            tuple(e.text for e in request.shown_entries), kind=request.kind, room=request.room))
+        # read from the prompt itself, so the rule sees the trajectory as clipped there
+        return ExtractorReply(prompt, extractor_response(read_lesson(*prompt_lines(prompt, "goal",
+                                                                                    "traj"))))

@@ -198,9 +198,14 @@ def shown_lesson(prompt: str, lesson: Lesson) -> str | None:
     search's pick-up past the clip is no evidence the extractor can read,
     and a target naming it teaches the extractor to write homes it cannot
     see."""
-    goal = re.search(r"^goal: (.*)$", prompt, re.M).group(1)
-    homes = read_homes(goal, re.search(r"^traj: (.*)$", prompt, re.M).group(1), len(lesson.homes))
+    homes = read_homes(*prompt_lines(prompt, "goal", "traj"), len(lesson.homes))
     return dataclasses.replace(lesson, homes=homes).text if homes else None
+
+
+def prompt_lines(prompt: str, *names: str) -> tuple[str, ...]:
+    """The values of a compact consolidation prompt's ``name: ...`` lines
+    (goal, room, traj: the trajectory as the prompt clips it)."""
+    return tuple(re.search(rf"^{name}: (.*)$", prompt, re.M).group(1) for name in names)
 
 
 def jittered_room(room: Sequence[str], keep: set[str], rng: np.random.Generator,

@@ -21,7 +21,6 @@ included; pass --warm_start.cache_dir to reuse a cached one).
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 
 import numpy as np
@@ -46,9 +45,9 @@ def verdict(answer: str, prompt: str) -> str:
     import json
 
     from crl_jax.envs.alfworld_lessons import about_room, parse_lesson, read_lesson
-    goal = re.search(r"^goal: (.*)$", prompt, re.M).group(1)
-    room = re.search(r"^room: (.*)$", prompt, re.M).group(1)
-    shown = read_lesson(goal, re.search(r"^traj: (.*)$", prompt, re.M).group(1))
+    from crl_jax.training.lesson_demos import prompt_lines
+    goal, room, traj = prompt_lines(prompt, "goal", "room", "traj")
+    shown = read_lesson(goal, traj)
     try:
         ops = json.loads(answer)
         op = ops[0] if isinstance(ops, list) and ops and isinstance(ops[0], dict) else {}
