@@ -229,7 +229,12 @@ class HouseholdSplit:
 
     Splits: "generated" deals ``n`` training games round the households
     (game i from household i mod households), "generated_eval" new games of
-    the pool's households, "generated_unseen" games of the unseen ones."""
+    the pool's households, "generated_unseen" games of the unseen ones.
+
+    ``drawn`` (0: all of the pool) narrows RL to the pool's first ``drawn``
+    households: the pool's places in the deal go round them instead, so the
+    RL pool keeps its number of games, each household gets more, and the
+    warm start's games stay the same; "generated_eval" is then theirs."""
 
     households: int
     pool: int
@@ -237,6 +242,11 @@ class HouseholdSplit:
     home_rate: float = DEFAULT_HOME_RATE
     room_size: str = "medium"
     seed: int = 0
+    drawn: int = 0
+
+    def __post_init__(self):
+        if not 0 <= self.drawn <= self.pool:
+            raise ValueError(f"drawn={self.drawn} must be in [0, pool={self.pool}]")
 
     def members(self) -> tuple[Household, ...]:
         """Pool, warm start's, unseen; built once per split (the split is frozen)."""
@@ -245,9 +255,12 @@ class HouseholdSplit:
     def games(self, split: str, n: int) -> tuple[GameRecord, ...]:
         members = self.members()
         if split == "generated":
-            return household_games(members[:self.households], n, self.seed, self.home_rate)
+            if not self.drawn:
+                return household_games(members[:self.households], n, self.seed, self.home_rate)
+            return tuple(household_game(self._dealt(i), self.seed + i, self.home_rate)
+                         for i in range(n))
         if split == "generated_eval":
-            return household_games(members[:self.pool], n, self.seed + SEEN_EVAL_OFFSET,
+            return household_games(self.rl_members(), n, self.seed + SEEN_EVAL_OFFSET,
                                    self.home_rate)
         if split == "generated_unseen":
             if not self.unseen:
@@ -256,9 +269,19 @@ class HouseholdSplit:
                                    self.home_rate)
         raise ValueError(f"unknown household split {split!r}; valid: {SPLITS}")
 
+    def rl_members(self) -> tuple[Household, ...]:
+        """The households RL draws games of: the pool's first ``drawn`` (or all)."""
+        return self.members()[:self.drawn or self.pool]
+
     def in_pool(self, train_index: int) -> bool:
-        """Whether training game ``train_index`` is of an RL pool household."""
+        """Whether training game ``train_index`` is in the RL pool (kept off the warm start)."""
         return train_index % self.households < self.pool
+
+    def _dealt(self, train_index: int) -> Household:
+        place = train_index % self.households
+        if place < self.pool:
+            return self.rl_members()[place % len(self.rl_members())]
+        return self.members()[place]
 
 
 @functools.lru_cache(maxsize=16)

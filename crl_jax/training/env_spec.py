@@ -43,6 +43,10 @@ class EnvSpec:
     pool_households: int = 0
     """The first this many households are the RL pool (RL draws their games,
     evaluation new games of theirs); the warm start demonstrates the others."""
+    drawn_households: int = 0
+    """RL draws the games of only the pool's first this many households (0:
+    all), as many games as before, so each household gets more; the seen
+    evaluation is theirs. The warm start's games and households are the same."""
     unseen_households: int = 0
     """Households no training touches, evaluated as eval_unseen_*."""
     home_rate: float = 0.5
@@ -62,8 +66,9 @@ class EnvSpec:
     def check_households(self, task_pool: int) -> None:
         """The household settings make sense together (a ValueError if not)."""
         if not self.households:
-            if self.pool_households or self.unseen_households:
-                raise ValueError("env.pool_households and env.unseen_households need "
+            if self.pool_households or self.unseen_households or self.drawn_households:
+                raise ValueError("env.pool_households, env.drawn_households and "
+                                 "env.unseen_households need "
                                  "env.households > 0")
             return
         if self.names != ("alfworld",) or self.train_split != "generated":
@@ -73,6 +78,9 @@ class EnvSpec:
             raise ValueError(f"env.pool_households={self.pool_households} must be in "
                              f"[1, env.households={self.households}): the warm start needs "
                              f"households of its own")
+        if not 0 <= self.drawn_households <= self.pool_households:
+            raise ValueError(f"env.drawn_households={self.drawn_households} must be in "
+                             f"[0, env.pool_households={self.pool_households}] (0: all)")
         if self.unseen_households < 0:
             raise ValueError("env.unseen_households must be >= 0")
         if not 0.0 <= self.home_rate <= 1.0:

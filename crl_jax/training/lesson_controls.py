@@ -28,7 +28,7 @@ class ForeignRooms:
     """Rewrites lesson queries to name another pool household's room."""
 
     def __init__(self, split):
-        self.pool = list(split.members()[:split.pool])
+        self.pool = list(split.rl_members())
 
     def query(self, text: str) -> str:
         m = _QUERY.match(text)
@@ -52,7 +52,7 @@ def lesson_accuracy(entries, split) -> dict[str, float]:
     number (lessons/count) and the share of the pool's (room, type) pairs
     with a lesson (lessons/coverage); the two shares only when there is one."""
     from crl_jax.envs.alfworld_lessons import parse_lesson
-    rooms = {h.signature: h for h in split.members()[:split.pool]}
+    rooms = {h.signature: h for h in split.rl_members()}
     first, anywhere, count, covered = 0, 0, 0, set()
     for entry in entries:
         lesson = parse_lesson(entry.text)

@@ -91,4 +91,4 @@ def household_split(cfg):
         return None
     from crl_jax.envs.alfworld_households import HouseholdSplit
     return HouseholdSplit(e.households, e.pool_households, e.unseen_households, e.home_rate,
-                          e.room_size, cfg.warm_start.seed)
+                          e.room_size, cfg.warm_start.seed, e.drawn_households)

@@ -171,7 +171,7 @@ def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
 # machinery checks a record against today's settings in the record's own
 # scheme, so a record stays current until a setting it was made with changes.
 _LEGACY_ADDED_LATER = {"env": {"seeded_clock": False, "households": 0, "pool_households": 0,
-                               "unseen_households": 0, "home_rate": 0.5},
+                               "drawn_households": 0, "unseen_households": 0, "home_rate": 0.5},
                        "warm_start": {"ask_fraction": 0.0, "split_digits": False}}
 for (_section, _name), _neutral in _ADDED_SINCE_SCHEME.items():  # added later than both schemes
     _LEGACY_ADDED_LATER.setdefault(_section, {})[_name] = _neutral

@@ -247,7 +247,8 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
                    if k not in BOOKKEEPING_KEYS and not unread(k, now) and then.get(k) != now.get(k)]
 
 
-HOUSEHOLD_KEYS = ("env.pool_households", "env.unseen_households", "env.home_rate")
+HOUSEHOLD_KEYS = ("env.pool_households", "env.drawn_households", "env.unseen_households",
+                  "env.home_rate")
 
 
 def unread(key: str, flat: dict) -> bool:

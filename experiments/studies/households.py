@@ -85,9 +85,20 @@ FORTY = (Variant(f"{ORACLE}, 40 steps", "oracle", ("controls.oracle_source=lesso
                                                          *FORTY_STEPS)),
          Variant(f"{SEEN}, 40 steps", extra=(*SEEN_EXTRACTOR, *FORTY_STEPS)),
          Variant("GRPO, 40 steps", "none", FORTY_STEPS))
+# RL on two of the pool's households, as many games (the warm start is the
+# same): a (household, type) pair gets four times the games at 20 steps, so
+# votes can name its homes; whether lessons that right pay the actor.
+TWO_HOUSEHOLDS = ("env.drawn_households=2",)
+TWO = (Variant(f"{ORACLE}, 2 households", "oracle", ("controls.oracle_source=lesson",
+                                                      *TWO_HOUSEHOLDS)),
+       Variant(f"{RULE}, 2 households", "static_online", ("controls.lesson_reader=rule",
+                                                          *TWO_HOUSEHOLDS)),
+       Variant(f"{SEEN}, 2 households", extra=(*SEEN_EXTRACTOR, *TWO_HOUSEHOLDS)),
+       Variant("GRPO, 2 households", "none", TWO_HOUSEHOLDS))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
-          (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"))
+          (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),
+          (TWO, "2 households drawn"))
 
 
 def arms(budget: str) -> list:

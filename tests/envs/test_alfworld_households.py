@@ -152,6 +152,25 @@ def test_split_keeps_pool_eval_and_unseen_apart():
         {g.pddl_problem for g in train}
 
 
+def test_drawn_narrows_rl_to_the_pools_first_households_and_keeps_the_warm_starts():
+    whole = HouseholdSplit(households=6, pool=3, unseen=1, home_rate=0.5)
+    narrow = HouseholdSplit(households=6, pool=3, unseen=1, home_rate=0.5, drawn=1)
+    idx = lambda g: int(g.id.split("household_")[1].split("/")[0])  # noqa: E731
+    first = whole.members()[0].index
+    train, narrowed = whole.games("generated", 36), narrow.games("generated", 36)
+    # The pool's 18 places in the deal all go to its first household ...
+    pool = [g for i, g in enumerate(narrowed) if narrow.in_pool(i)]
+    assert len(pool) == 18 and {idx(g) for g in pool} == {first}
+    assert len({g.pddl_problem for g in pool}) == 18  # 18 distinct games, none repeated
+    # ... and the warm start's games are the very same records.
+    assert [g for i, g in enumerate(narrowed) if not narrow.in_pool(i)] == \
+        [g for i, g in enumerate(train) if not whole.in_pool(i)]
+    assert {idx(g) for g in narrow.games("generated_eval", 8)} == {first}
+    assert narrow.games("generated_unseen", 4) == whole.games("generated_unseen", 4)
+    with pytest.raises(ValueError, match="drawn=4"):
+        HouseholdSplit(households=6, pool=3, drawn=4)
+
+
 def test_bad_arguments_are_clear_errors():
     with pytest.raises(ValueError, match="home_rate"):
         household_game(make_household(0), 0, home_rate=1.5)

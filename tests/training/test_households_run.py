@@ -19,6 +19,7 @@ from crl_jax.training.lesson_demos import LessonBook, lesson_demo, trajectory_le
 from crl_jax.training.warmstart import Demo
 from crl_jax.training.oracle import oracle_entries
 from crl_jax.training.tasks import household_split
+from crl_jax.training.warm_cache import warm_start_key
 from experiments.configs import load_preset
 
 PAPER_BANK = ["experience.bank.retrieval_key=text", "experience.bank.min_similarity=-1",
@@ -36,6 +37,7 @@ def cfg():
     (["env.pool_households=6"], "pool_households"),
     (["env.pool_households=0"], "pool_households"),
     (["env.home_rate=1.5"], "home_rate"),
+    (["env.drawn_households=3"], "drawn_households=3"),
     (["train.task_pool=8"], "task_pool=0"),
     (["env.train_split=train"], "generated"),
     (["env.households=0", "env.pool_households=0", "env.unseen_households=0",
@@ -46,6 +48,20 @@ def cfg():
 def test_settings_that_do_not_fit_are_one_clear_error(cfg, overrides, words):
     with pytest.raises(ValueError, match=words):
         apply_overrides(cfg, overrides)
+
+
+def test_drawing_fewer_households_keeps_the_warm_start(cfg):
+    """RL on the pool's first household: its games fill the pool's places,
+    the demonstrations and the warm start's key are the same."""
+    narrow = apply_overrides(cfg, ["env.drawn_households=1"])
+    assert warm_start_key(narrow) == warm_start_key(cfg)
+    train, narrow_train = (task_sources(c, "generated", None)[0] for c in (cfg, narrow))
+    pool = task_pool(narrow, narrow_train)
+    first = household_split(cfg).members()[0].index
+    assert len(pool.tasks) == 20
+    assert {household_index(narrow_train.make().games[t].id) for t in pool.tasks} == {first}
+    ids = lambda demos: [(d.task, d.goal, d.actions) for d in demos]  # noqa: E731
+    assert ids(collect_demos(narrow, [narrow_train])) == ids(collect_demos(cfg, [train]))
 
 
 def test_pool_warm_start_and_held_out_games_come_from_their_households(cfg):
