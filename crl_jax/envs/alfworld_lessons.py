@@ -24,7 +24,8 @@ import re
 from crl_jax.envs.alfworld_expert import room_receptacles
 from crl_jax.envs.alfworld_households import Household
 
-_LESSON = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>[^(]+?) \(room: (?P<room>[^)]*)\)$")
+_LESSON = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>[^(]+?) \(room: (?P<room>[^)]*)\)"
+                     r"(?: \(votes: (?P<votes>\d+(?:, \d+)*)\))?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +33,9 @@ class Lesson:
     otype: str                 # "mug"
     room: tuple[str, ...]      # the receptacles the room lists, sorted
     homes: tuple[str, ...]     # where the type lies, most often first
+    # The evidence for each home, kept by experience.merger=lesson_votes (the
+    # merged lesson's votes, so the next merge adds to them); () otherwise.
+    votes: tuple[int, ...] = ()
 
     @property
     def head(self) -> str:
@@ -40,7 +44,8 @@ class Lesson:
 
     @property
     def text(self) -> str:
-        return f"{self.head} (room: {', '.join(self.room)})"
+        votes = f" (votes: {', '.join(map(str, self.votes))})" if self.votes else ""
+        return f"{self.head} (room: {', '.join(self.room)}){votes}"
 
 
 def parse_lesson(text: str) -> Lesson | None:
@@ -51,9 +56,11 @@ def parse_lesson(text: str) -> Lesson | None:
     room = tuple(r.strip() for r in m.group("room").split(","))
     homes = tuple(h.strip().removeprefix("go to ").strip()
                   for h in m.group("homes").split(" > ") if h.strip())
-    if not homes or not all(_is_name(r) for r in room + homes):
+    votes = tuple(int(v) for v in m.group("votes").split(", ")) if m.group("votes") else ()
+    if not homes or not all(_is_name(r) for r in room + homes) or \
+            (votes and len(votes) != len(homes)):
         return None
-    return Lesson(m.group("otype"), room, homes)
+    return Lesson(m.group("otype"), room, homes, votes)
 
 
 def _is_name(text: str) -> bool:
@@ -167,13 +174,18 @@ def lesson_query(goal: str, room: str) -> str:
     return lesson_key(goal_object(goal), room)
 
 
-def merge_lessons(texts: list[str], keep: int = 2) -> list[str]:
+def merge_lessons(texts: list[str], keep: int = 2, carry_votes: bool = False) -> list[str]:
     """A merge decision (experience.merger=lessons): lessons about the same
     type in the same room become one, whose homes are ranked by the votes of
     the lessons merged (2 for a lesson's first home, 1 for its second; ties
     to the home named first), so the merged lesson states what most games
     showed. Other texts, and lessons alone in their key, stay as they are
-    (exact duplicates are dropped). Order: first appearance of each key."""
+    (exact duplicates are dropped). Order: first appearance of each key.
+
+    ``carry_votes`` (experience.merger=lesson_votes): the merged lesson keeps
+    its homes' votes, and a lesson that has votes brings them to the next
+    merge instead of 2 and 1, so a lesson states the evidence of every
+    episode merged into it, not of the last few."""
     groups: dict[str, list[Lesson]] = {}
     out: list[str | tuple] = []
     seen_text = set()
@@ -199,11 +211,25 @@ def merge_lessons(texts: list[str], keep: int = 2) -> list[str]:
         if len(group) == 1:
             result.append(group[0].text)
             continue
-        votes: dict[str, int] = {}
-        for lesson in group:
-            for rank, home in enumerate(lesson.homes[:2]):
-                votes[home] = votes.get(home, 0) + (2 - rank)
-        order = {h: i for i, h in enumerate(dict.fromkeys(h for g in group for h in g.homes))}
-        homes = sorted(votes, key=lambda h: (-votes[h], order[h]))[:keep]
-        result.append(Lesson(group[0].otype, group[0].room, tuple(homes)).text)
+        result.append(_merged(group, keep, carry_votes).text)
     return result
+
+
+def _merged(group: list[Lesson], keep: int, carry_votes: bool) -> Lesson:
+    votes: dict[str, int] = {}
+    for lesson in group:
+        weights = lesson.votes if carry_votes and lesson.votes else (2, 1)
+        for home, weight in zip(lesson.homes, weights):
+            votes[home] = votes.get(home, 0) + weight
+    order = {h: i for i, h in enumerate(dict.fromkeys(h for g in group for h in g.homes))}
+    homes = sorted(votes, key=lambda h: (-votes[h], order[h]))[:keep]
+    return Lesson(group[0].otype, group[0].room, tuple(homes),
+                  tuple(votes[h] for h in homes) if carry_votes else ())
+
+
+def lesson_as_read(text: str) -> str:
+    """A stored text as a reader sees it: a lesson without its votes (they
+    are the merge's bookkeeping; the actor was taught on lessons without
+    them); any other text as it is."""
+    lesson = parse_lesson(text)
+    return dataclasses.replace(lesson, votes=()).text if lesson and lesson.votes else text

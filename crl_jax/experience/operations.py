@@ -105,6 +105,15 @@ def index_text(text: str, retrieval_key: str) -> str:
     return entry_title(text) if retrieval_key == "title" else text
 
 
+def shown_text(text: str) -> str:
+    """An entry's text as the actor and the extractor read it: a households
+    lesson without the votes experience.merger=lesson_votes keeps in it."""
+    if "(votes: " not in text:
+        return text
+    from crl_jax.envs.alfworld_lessons import lesson_as_read
+    return lesson_as_read(text)
+
+
 def query_text(goal: str, retrieval_key: str, observation: str | None = None,
                room: str | None = None) -> str:
     """The text a search for ``goal``'s entries embeds: the goal alone when

@@ -18,6 +18,7 @@ import numpy as np
 from crl_jax.rl import prompts
 from crl_jax.rl.advantages import extractor_advantages
 from crl_jax.experience import ExtractionRequest, ExtractorReply, TrainingItem
+from crl_jax.experience.operations import shown_text
 from crl_jax.rl.batch import Sample, pack_samples
 from crl_jax.rl.learner import Learner
 from models.sampler import Sampler
@@ -49,7 +50,7 @@ class ExtractorAgent:
 
     def _render(self, request: ExtractionRequest) -> tuple[str, list[int]]:
         view = prompts.ExtractorView(request.goal, request.trajectory, request.success,
-                                     tuple(e.text for e in request.shown_entries), request.query,
+                                     tuple(shown_text(e.text) for e in request.shown_entries), request.query,
                                      request.kind, request.room)
         if self.fmt == "compact":
             text = prompts.render_extractor_compact(view)

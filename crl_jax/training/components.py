@@ -8,6 +8,7 @@ threads a `RunState` through `train_step` over it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import shutil
@@ -168,7 +169,8 @@ def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
                            temperature, cfg.train.seed, frozen=frozen, top_p=x.extractor_top_p,
                            max_prompt_tokens=x.extractor_max_prompt_tokens)
     merger = {"extractor": agent.merge, "dedup": setup.dedup_merger,
-              "lessons": merge_lessons}[cfg.experience.merger]
+              "lessons": merge_lessons,
+              "lesson_votes": functools.partial(merge_lessons, carry_votes=True)}[cfg.experience.merger]
     reader = agent
     if cfg.controls.lesson_reader == "rule":  # a control: lessons read by rule
         from crl_jax.training.lesson_controls import RuleLessonReader

@@ -104,10 +104,12 @@ class ExperienceSpec(ExperienceModeProperties):
     controls section for which plan)."""
     guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
     merge_every: int = 5  # actor steps; 0 = no merge (ablation)
-    merger: Literal["extractor", "dedup", "lessons"] = "extractor"
+    merger: Literal["extractor", "dedup", "lessons", "lesson_votes"] = "extractor"
     """Who decides a merge: the extractor (paper), exact-duplicate removal
     (tiny presets, whose extractor is not warm-started on merges), or
-    (households) lessons of one type and room combined by their homes' votes."""
+    (households) lessons of one type and room combined by their homes' votes;
+    lesson_votes keeps the votes in the merged lesson, so it states every
+    merged episode's evidence (alfworld_lessons.merge_lessons)."""
     search_and_ask: bool = False
     """The actor may ask the bank mid-episode; the extractor rewrites the best hit."""
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training

@@ -16,6 +16,7 @@ import re
 
 from crl_jax.envs.alfworld_lessons import lesson_key, read_lesson
 from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
+from crl_jax.experience.operations import shown_text
 from crl_jax.rl import prompts
 from crl_jax.training.lesson_demos import prompt_lines
 from crl_jax.training.warmstart import extractor_response
@@ -88,7 +89,8 @@ class RuleLessonReader:
             return self.extractor(request)
         prompt = prompts.render_extractor_compact(prompts.ExtractorView(
             request.goal, request.trajectory, request.success,
-            tuple(e.text for e in request.shown_entries), kind=request.kind, room=request.room))
+            tuple(shown_text(e.text) for e in request.shown_entries), kind=request.kind,
+            room=request.room))
         # read from the prompt itself, so the rule sees the trajectory as clipped there
         return ExtractorReply(prompt, extractor_response(read_lesson(*prompt_lines(prompt, "goal",
                                                                                     "traj"))))

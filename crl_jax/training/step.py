@@ -14,6 +14,7 @@ import numpy as np
 
 from crl_jax.envs.alfworld_lessons import room_line
 from crl_jax.experience import EpisodeRecord
+from crl_jax.experience.operations import shown_text
 from crl_jax.experience.training_buffer import outcome
 from crl_jax.rl.batch import pack_samples
 from crl_jax.rl.critic import CriticScores, critic_credit
@@ -49,7 +50,7 @@ def retrieve(run: Run, queries: list[str], keys: list[str], record: bool = True)
     out = []
     for f in futures:
         hits = f.result(timeout=run.cfg.experience.bank.thread_timeout_s)
-        out.append((hits[0].entry.text, hits[0].entry.id) if hits else None)
+        out.append((shown_text(hits[0].entry.text), hits[0].entry.id) if hits else None)
     return out
 
 

@@ -95,10 +95,25 @@ TWO = (Variant(f"{ORACLE}, 2 households", "oracle", ("controls.oracle_source=les
                                                           *TWO_HOUSEHOLDS)),
        Variant(f"{SEEN}, 2 households", extra=(*SEEN_EXTRACTOR, *TWO_HOUSEHOLDS)),
        Variant("GRPO, 2 households", "none", TWO_HOUSEHOLDS))
+# Lessons that keep their evidence: the merge carries each home's votes
+# into the merged lesson and runs every step, so a guided episode reads
+# what every earlier episode of its room and type showed, not one game's
+# lesson (experience.merger=lessons forgets the votes of a merged lesson,
+# and between merges every 5 steps a search finds one unmerged lesson).
+VOTES = ("experience.merger=lesson_votes", "experience.merge_every=1")
+KEPT = (Variant(f"{RULE}, votes kept", "static_online", ("controls.lesson_reader=rule", *VOTES)),
+        Variant(f"{SEEN}, votes kept", extra=(*SEEN_EXTRACTOR, *VOTES)),
+        Variant(BASE, "none"))
+TWO_KEPT = (Variant(f"{RULE}, 2 households, votes kept", "static_online",
+                    ("controls.lesson_reader=rule", *TWO_HOUSEHOLDS, *VOTES)),
+            Variant(f"{SEEN}, 2 households, votes kept", extra=(*SEEN_EXTRACTOR, *TWO_HOUSEHOLDS,
+                                                                 *VOTES)),
+            Variant("GRPO, 2 households", "none", TWO_HOUSEHOLDS))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),
-          (TWO, "2 households drawn"))
+          (TWO, "2 households drawn"), (TWO_KEPT, "2 households drawn, votes kept"),
+          (KEPT, "votes kept"))
 
 
 def arms(budget: str) -> list:

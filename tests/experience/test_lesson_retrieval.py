@@ -9,10 +9,11 @@ import pytest
 
 from crl_jax.envs.alfworld_households import households
 from crl_jax.envs.alfworld_lessons import (Lesson, about_room, goal_object, lesson_index,
-                                           lesson_query, merge_lessons, read_lesson, true_lesson)
+                                           lesson_query, merge_lessons, parse_lesson, read_lesson,
+                                           true_lesson)
 from crl_jax.experience import (AddEntry, EpisodeRecord, ExperienceBank, ExperienceConfig,
                                 ExperienceManager, ExtractorReply, HashingEmbedder)
-from crl_jax.experience.operations import index_text, query_text
+from crl_jax.experience.operations import index_text, query_text, shown_text
 from crl_jax.rl import prompts
 from crl_jax.training.lesson_demos import trajectory_lesson
 from crl_jax.training.warmstart import Demo
@@ -48,6 +49,25 @@ def _bank(floor: float, emb, extractor=None, lesson_room: str = "written"):
     bank = ExperienceBank(config, emb.dim)
     return bank, ExperienceManager(bank, emb, extractor=extractor, clock=lambda: 0.0,
                                    synchronous=True)
+
+
+def test_the_actor_reads_a_stored_lesson_without_its_votes():
+    """A merged lesson with votes is found by its type and room; the line a
+    guided episode reads (step.retrieve) is the lesson without the votes."""
+    from types import SimpleNamespace
+
+    from crl_jax.training.step import retrieve
+    emb = HashingEmbedder(256)
+    voted = Lesson("apple", ROOM, ("countertop 1", "fridge 1"), (5, 3))
+    bank, manager = _bank(0.99, emb)
+    with bank, manager:
+        bank.apply([AddEntry("", voted.text, emb.embed([index_text(voted.text, "lesson")])[0])])
+        bank.flush()
+        run = SimpleNamespace(manager=manager, cfg=SimpleNamespace(experience=SimpleNamespace(
+            bank=SimpleNamespace(per_task=False, thread_timeout_s=10.0))))
+        (text, _), = retrieve(run, [lesson_query("put a apple in sinkbasin", ", ".join(ROOM))],
+                              [""], record=False)
+    assert text == Lesson("apple", ROOM, ("countertop 1", "fridge 1")).text
 
 
 def test_the_floor_finds_the_own_lesson_and_nothing_for_an_unseen_household():
@@ -99,6 +119,32 @@ def test_merge_combines_one_type_and_room_by_votes():
     tie = [Lesson("egg", ROOM, ("fridge 1",)).text, Lesson("egg", ROOM, ("cabinet 1",)).text]
     assert merge_lessons(tie) == [Lesson("egg", ROOM, ("fridge 1", "cabinet 1")).text]
     assert merge_lessons(texts[3:4]) == texts[3:4]
+
+
+def test_a_merge_that_carries_votes_states_every_merged_episodes_evidence():
+    """Merged once, three apple lessons keep their votes (countertop 1: 5,
+    fridge 1: 3); merged again with two fresh lessons naming fridge 1 first
+    (2 + 2 more for it, 1 + 1 more for countertop 1) the older evidence
+    still leads, 7 against 7 going to the home named first; the plain
+    merge would rank fridge 1 first on those two lessons' votes alone."""
+    first = [Lesson("apple", ROOM, homes).text for homes in
+             (("countertop 1", "fridge 1"), ("fridge 1", "countertop 1"),
+              ("countertop 1", "sinkbasin 1"))]
+    once = merge_lessons(first, carry_votes=True)
+    assert once == [Lesson("apple", ROOM, ("countertop 1", "fridge 1"), (5, 3)).text]
+    assert once[0].endswith("(room: cabinet 1, countertop 1, fridge 1, sinkbasin 1) (votes: 5, 3)")
+    fresh = [Lesson("apple", ROOM, ("fridge 1", "countertop 1")).text] * 2
+    assert merge_lessons(once + fresh, carry_votes=True) == [
+        Lesson("apple", ROOM, ("countertop 1", "fridge 1"), (7, 7)).text]
+    plain = merge_lessons([Lesson("apple", ROOM, ("countertop 1", "fridge 1")).text] + fresh)
+    assert plain == [Lesson("apple", ROOM, ("fridge 1", "countertop 1")).text]
+    # the votes round-trip, are the merge's own (readers see the lesson without
+    # them), and a text whose votes do not match its homes is no lesson
+    assert parse_lesson(once[0]).votes == (5, 3)
+    assert shown_text(once[0]) == Lesson("apple", ROOM, ("countertop 1", "fridge 1")).text
+    assert shown_text("go to fridge 1 (votes: 2)") == "go to fridge 1 (votes: 2)"
+    assert parse_lesson(once[0].replace("(votes: 5, 3)", "(votes: 5)")) is None
+    assert index_text(once[0], "lesson") == index_text(shown_text(once[0]), "lesson")
 
 
 def _demo(actions, observations, won=True, goal="put a clean apple in fridge"):

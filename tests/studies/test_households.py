@@ -11,14 +11,17 @@ from experiments.studies import households
 
 def test_arms_differ_from_their_grpo_by_mode_and_control_only():
     arms = households.arms("full")
-    assert len(arms) == 66 and households.arms("quick") == []
+    assert len(arms) == 84 and households.arms("quick") == []
     assert households.make("", "quick", "") == []
     homes = variant_arms(households.PRESET, "full", households.HOMES)
     grpo = [a for a in homes if a.label == households.BASE]
     for variants, regime in ((households.HOMES, ()), (households.NONE, households.NO_HOMES),
                              (households.SMALL, households.SMALL_ROOMS),
                              (households.TWELVE, households.TWELVE_TURNS),
-                             (households.FORTY, households.FORTY_STEPS)):
+                             (households.FORTY, households.FORTY_STEPS),
+                             (households.TWO, households.TWO_HOUSEHOLDS),
+                             (households.TWO_KEPT, households.TWO_HOUSEHOLDS),
+                             (households.KEPT, ())):
         for arm in variant_arms(households.PRESET, "full", variants):
             base = next(g for g in grpo if g.seed == arm.seed)
             extra = set(arm.overrides) - set(base.overrides)
@@ -26,6 +29,8 @@ def test_arms_differ_from_their_grpo_by_mode_and_control_only():
             tuned = ({"experience.bank.train_batch_size=8"} if "batches of 8" in arm.label else
                      {"warm_start.extractor_missteps=0.5", "warm_start.extractor_reads_shown=true"}
                      if arm.label.startswith(households.SEEN) else set())
+            if "votes kept" in arm.label:
+                tuned |= set(households.VOTES)
             assert {o for o in extra if not o.startswith(("experience.mode=", "controls."))} \
                 == set(regime) | tuned, arm.label
     # a control valid only with its mode is kept, not dropped as a no-op
