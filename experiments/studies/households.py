@@ -12,7 +12,10 @@ bank built from the same trajectories by a perfect reader
 Comp. RL and GRPO where objects have no homes (env.home_rate=0, their own
 warm starts: the gain must vanish); Static Online (a fixed extractor) for
 the co-evolution claim, with the bank's lesson accuracy against the
-households' true homes (lessons/first_home) through RL.
+households' true homes (lessons/first_home) through RL. Other regimes
+beside the preset's: 40 RL steps; RL on two of the pool's households
+(env.drawn_households=2: each room gets four times the games); lessons
+that keep their votes through merges (experience.merger=lesson_votes).
 
 The ladder table is the oracle ladder's (guided / free success per window,
 actions, training success over every step against GRPO's, per seed); a
