@@ -255,8 +255,8 @@ class HouseholdSplit:
     def games(self, split: str, n: int) -> tuple[GameRecord, ...]:
         members = self.members()
         if split == "generated":
-            if not self.drawn:
-                return household_games(members[:self.households], n, self.seed, self.home_rate)
+            if n < 0:
+                raise ValueError(f"n must be >= 0, got {n}")
             return tuple(household_game(self._dealt(i), self.seed + i, self.home_rate)
                          for i in range(n))
         if split == "generated_eval":
@@ -278,10 +278,10 @@ class HouseholdSplit:
         return train_index % self.households < self.pool
 
     def _dealt(self, train_index: int) -> Household:
-        place = train_index % self.households
-        if place < self.pool:
-            return self.rl_members()[place % len(self.rl_members())]
-        return self.members()[place]
+        """Training game ``train_index``'s household: its place in the deal
+        round the households, a pool place going round ``rl_members``."""
+        place, drawn = train_index % self.households, self.rl_members()
+        return drawn[place % len(drawn)] if place < self.pool else self.members()[place]
 
 
 @functools.lru_cache(maxsize=16)

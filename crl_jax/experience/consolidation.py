@@ -16,7 +16,7 @@ from crl_jax.experience.config import ExperienceConfig
 from crl_jax.experience.embedders import embed_checked
 from crl_jax.experience.entries import AddEntry, DeleteEntry, Entry, UpdateEntry
 from crl_jax.experience.operations import (AddOperation, UpdateOperation, index_text, parse_operations,
-                                             parse_rewrite, query_text, rejection_kind,
+                                             parse_rewrite, query_text, rejection_kind, shown_text,
                                              structured_text)
 
 
@@ -277,7 +277,7 @@ def search_and_ask(manager, query: str, task_key: str, step: int) -> AskResult:
     text = parse_rewrite(reply.response, config.max_entry_chars)
     if text is None:  # unusable rewrite: the actor still gets the entry as stored
         manager.count("calls_malformed")
-        return AskResult(best.text, best, None)
+        return AskResult(shown_text(best.text), best, None)
     key = manager.sample_key("ask", step)
     manager.training_buffer.add_sample(key, reply.prompt, reply.response, step, "ask", (best.id,))
     return AskResult(text, best, key)

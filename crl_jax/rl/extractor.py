@@ -25,6 +25,14 @@ from models.sampler import Sampler
 from models.sampling_ops import SamplingConfig, strip_stop_tokens
 
 
+def request_view(request: ExtractionRequest) -> prompts.ExtractorView:
+    """What the extractor is shown of a request: its entries as readers see
+    them (operations.shown_text)."""
+    return prompts.ExtractorView(request.goal, request.trajectory, request.success,
+                                 tuple(shown_text(e.text) for e in request.shown_entries),
+                                 request.query, request.kind, request.room)
+
+
 class ExtractorAgent:
     def __init__(self, learner: Learner, tokenizer, fmt: str = "compact", max_new_tokens: int = 96,
                  temperature: float = 1.0, seed: int = 0, cache_size: int = 4096,
@@ -49,9 +57,7 @@ class ExtractorAgent:
         self.stats = collections.Counter()
 
     def _render(self, request: ExtractionRequest) -> tuple[str, list[int]]:
-        view = prompts.ExtractorView(request.goal, request.trajectory, request.success,
-                                     tuple(shown_text(e.text) for e in request.shown_entries), request.query,
-                                     request.kind, request.room)
+        view = request_view(request)
         if self.fmt == "compact":
             text = prompts.render_extractor_compact(view)
         else:

@@ -16,8 +16,8 @@ import re
 
 from crl_jax.envs.alfworld_lessons import lesson_key, read_lesson
 from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
-from crl_jax.experience.operations import shown_text
 from crl_jax.rl import prompts
+from crl_jax.rl.extractor import request_view
 from crl_jax.training.lesson_demos import prompt_lines
 from crl_jax.training.warmstart import extractor_response
 
@@ -87,10 +87,7 @@ class RuleLessonReader:
     def __call__(self, request: ExtractionRequest) -> ExtractorReply:
         if request.kind != "consolidate":
             return self.extractor(request)
-        prompt = prompts.render_extractor_compact(prompts.ExtractorView(
-            request.goal, request.trajectory, request.success,
-            tuple(shown_text(e.text) for e in request.shown_entries), kind=request.kind,
-            room=request.room))
+        prompt = prompts.render_extractor_compact(request_view(request))
         # read from the prompt itself, so the rule sees the trajectory as clipped there
         return ExtractorReply(prompt, extractor_response(read_lesson(*prompt_lines(prompt, "goal",
                                                                                     "traj"))))

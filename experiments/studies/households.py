@@ -106,12 +106,12 @@ TWO = (Variant(f"{ORACLE}, 2 households", "oracle", ("controls.oracle_source=les
 VOTES = ("experience.merger=lesson_votes", "experience.merge_every=1")
 KEPT = (Variant(f"{RULE}, votes kept", "static_online", ("controls.lesson_reader=rule", *VOTES)),
         Variant(f"{SEEN}, votes kept", extra=(*SEEN_EXTRACTOR, *VOTES)),
-        Variant(BASE, "none"))
+        HOMES[-1])
 TWO_KEPT = (Variant(f"{RULE}, 2 households, votes kept", "static_online",
                     ("controls.lesson_reader=rule", *TWO_HOUSEHOLDS, *VOTES)),
             Variant(f"{SEEN}, 2 households, votes kept", extra=(*SEEN_EXTRACTOR, *TWO_HOUSEHOLDS,
                                                                  *VOTES)),
-            Variant("GRPO, 2 households", "none", TWO_HOUSEHOLDS))
+            TWO[-1])
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),

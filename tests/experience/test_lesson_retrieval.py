@@ -68,6 +68,13 @@ def test_the_actor_reads_a_stored_lesson_without_its_votes():
         (text, _), = retrieve(run, [lesson_query("put a apple in sinkbasin", ", ".join(ROOM))],
                               [""], record=False)
     assert text == Lesson("apple", ROOM, ("countertop 1", "fridge 1")).text
+    # asked mid-episode, an unusable rewrite hands over the entry as readers see it
+    bank, manager = _bank(0.99, emb, extractor=lambda request: ExtractorReply("p", ""))
+    with bank, manager:
+        bank.apply([AddEntry("", voted.text, emb.embed([index_text(voted.text, "lesson")])[0])])
+        bank.flush()
+        asked = manager.search_and_ask(lesson_query("put a apple in sinkbasin", ", ".join(ROOM)))
+        assert asked.result(timeout=10).text == text
 
 
 def test_the_floor_finds_the_own_lesson_and_nothing_for_an_unseen_household():
