@@ -21,7 +21,7 @@ from crl_jax.training.logs import progress_bar
 from crl_jax.training.lesson_demos import LessonBook, lesson_sft_samples
 from crl_jax.training.run_dir import WARM_PROGRESS
 from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap, household_split
-from crl_jax.training.warm_cache import WarmStartCache, load_params
+from crl_jax.training.warm_cache import WarmStartCache, actor_key, adopt_actor, load_params
 from models.distributed import host_value, sync_processes
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,12 @@ def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor:
     else:
         losses["actor"] = _train_actor(cfg, demos, sources, actor, tok, out_dir, cache)
         _publish(cache, out_dir, "actor", actor, losses["actor"])
+        if cache and jax.process_index() == 0:
+            # The entry of the same actor with neutral extractor-only settings
+            # gets it too: a preset whose extractor settings are not neutral
+            # would otherwise train the same actor again for every arm that
+            # teaches its extractor otherwise (they adopt from that entry).
+            adopt_actor(WarmStartCache(cache.root, actor_key(cfg)), cache.key)
     if extractor is not None and not cfg.extractor.checkpoint:
         if cache and cache.has("extractor"):
             extractor.params = load_params(extractor.params, cache.weights("extractor"))

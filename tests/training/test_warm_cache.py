@@ -409,3 +409,30 @@ def test_a_new_entry_adopts_the_actor_of_the_entry_with_the_same_actor_inputs(tm
     cfg = _cfg(tmp_path, "warm_start.extractor_missteps=0.5")
     neutral = _cfg(tmp_path, "warm_start.extractor_missteps=0")
     assert actor_key(cfg) == actor_key(neutral) == warm_start_key(neutral) != warm_start_key(cfg)
+
+
+def test_a_trained_actor_reaches_the_entry_other_extractor_settings_adopt_from(tmp_path,
+                                                                                monkeypatch):
+    """A run whose extractor-only settings are not neutral (as a preset's may
+    be) trains the actor under its own key; the entry every arm with other
+    extractor settings adopts from (actor_key) gets the same actor, so the
+    second arm trains its extractor alone."""
+    from crl_jax.training.warm_cache import WarmStartCache, actor_key
+
+    cfg = _cfg(tmp_path, "experience.mode=none", "warm_start.extractor_wrong_picks=0.25")
+    first = build_run(cfg, str(tmp_path / "a"))
+    first.close()
+    twin = WarmStartCache(str(tmp_path / "cache"), actor_key(cfg))
+    assert twin.key != warm_start_key(cfg) and twin.has("actor") and twin.tokenizer_dir()
+    from crl_jax.training import warm_stage
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the actor was trained again")
+
+    monkeypatch.setattr(warm_stage, "_train_actor", no_training)
+    other = _cfg(tmp_path, "experience.mode=none", "warm_start.extractor_missteps=0.5")
+    second = build_run(other, str(tmp_path / "b"))
+    second.close()
+    assert second.warm_start_losses.get("actor") == first.warm_start_losses["actor"]
+    for a, b in zip(_leaves(first.actor.params), _leaves(second.actor.params)):
+        np.testing.assert_array_equal(a, b)
