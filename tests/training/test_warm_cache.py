@@ -13,6 +13,7 @@ from crl_jax.training.config_io import apply_overrides
 from experiments.configs import load_preset
 from crl_jax.training.warm_cache import (
     KEY_SCHEME,
+    actor_key,
     WarmStartCache,
     WarmStartInputs,
     inputs_key,
@@ -95,7 +96,13 @@ def test_the_actor_is_in_the_cache_before_the_extractor_trains(tmp_path, monkeyp
     assert sorted(run.warm_start_losses) == ["actor", "extractor"]  # both curves kept
     assert sorted(json.loads((entry / "losses.json").read_text())) == ["actor", "extractor"]
     assert not (tmp_path / "cache" / "in_progress" / warm_start_key(cfg)).exists()
-    assert sorted(os.listdir(tmp_path / "cache")) == sorted(["in_progress", warm_start_key(cfg)])
+    # beside the entry, only its actor's twin (the preset's extractor settings
+    # are not neutral): no progress or temporary directory is left behind
+    twin = actor_key(cfg)
+    assert twin != warm_start_key(cfg)
+    assert sorted(os.listdir(tmp_path / "cache")) == sorted(["in_progress", warm_start_key(cfg), twin])
+    assert sorted(p.name for p in (tmp_path / "cache" / twin).glob("*.safetensors")) == [
+        "actor.safetensors"]
 
 
 def test_adding_to_an_entry_never_takes_it_away(tmp_path):
@@ -417,7 +424,7 @@ def test_a_trained_actor_reaches_the_entry_other_extractor_settings_adopt_from(t
     be) trains the actor under its own key; the entry every arm with other
     extractor settings adopts from (actor_key) gets the same actor, so the
     second arm trains its extractor alone."""
-    from crl_jax.training.warm_cache import WarmStartCache, actor_key
+    from crl_jax.training.warm_cache import WarmStartCache
 
     cfg = _cfg(tmp_path, "experience.mode=none", "warm_start.extractor_wrong_picks=0.25")
     first = build_run(cfg, str(tmp_path / "a"))
