@@ -40,15 +40,21 @@ def progress_dir(out_dir: str, cache: WarmStartCache | None, label: str = "") ->
 
 
 def _publish(cache: WarmStartCache | None, out_dir: str, name: str, learner: Learner,
-             losses: list) -> None:
+             losses: list, twin: str = "") -> None:
     """Stores one warm-started model in the cache as soon as it is trained:
     an arm that needs only the actor (the baseline) starts while this run
-    still trains the extractor."""
+    still trains the extractor. ``twin`` (an actor's ``actor_key``) gets the
+    actor too: the entry arms that teach the extractor otherwise adopt from
+    (adopt_actor), which a preset whose extractor-only settings are not
+    neutral would otherwise never fill, every such arm training the same
+    actor again."""
     if cache:
         params = host_value(learner.params)  # every process: a gather when sharded over several
         if jax.process_index() == 0:
             cache.store(os.path.join(out_dir, "tokenizer"), {name: params}, {name: losses})
             shutil.rmtree(progress_dir(out_dir, cache, name), ignore_errors=True)
+            if twin:
+                adopt_actor(WarmStartCache(cache.root, twin), cache.key)
         sync_processes(f"warm start {name} stored")
 
 
@@ -125,13 +131,7 @@ def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor:
         actor.params = load_params(actor.params, cache.weights("actor"))
     else:
         losses["actor"] = _train_actor(cfg, demos, sources, actor, tok, out_dir, cache)
-        _publish(cache, out_dir, "actor", actor, losses["actor"])
-        if cache and jax.process_index() == 0:
-            # The entry of the same actor with neutral extractor-only settings
-            # gets it too: a preset whose extractor settings are not neutral
-            # would otherwise train the same actor again for every arm that
-            # teaches its extractor otherwise (they adopt from that entry).
-            adopt_actor(WarmStartCache(cache.root, actor_key(cfg)), cache.key)
+        _publish(cache, out_dir, "actor", actor, losses["actor"], twin=actor_key(cfg))
     if extractor is not None and not cfg.extractor.checkpoint:
         if cache and cache.has("extractor"):
             extractor.params = load_params(extractor.params, cache.weights("extractor"))

@@ -424,14 +424,13 @@ def test_a_trained_actor_reaches_the_entry_other_extractor_settings_adopt_from(t
     be) trains the actor under its own key; the entry every arm with other
     extractor settings adopts from (actor_key) gets the same actor, so the
     second arm trains its extractor alone."""
-    from crl_jax.training.warm_cache import WarmStartCache
+    from crl_jax.training import warm_stage
 
     cfg = _cfg(tmp_path, "experience.mode=none", "warm_start.extractor_wrong_picks=0.25")
     first = build_run(cfg, str(tmp_path / "a"))
     first.close()
     twin = WarmStartCache(str(tmp_path / "cache"), actor_key(cfg))
     assert twin.key != warm_start_key(cfg) and twin.has("actor") and twin.tokenizer_dir()
-    from crl_jax.training import warm_stage
 
     def no_training(*args, **kwargs):
         raise AssertionError("the actor was trained again")
