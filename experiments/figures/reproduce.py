@@ -75,8 +75,8 @@ flags.DEFINE_list("presets", [], "run only the arms of these presets (e.g. alfwo
 flags.DEFINE_list("seeds", [], "run only the arms of these RL seeds (e.g. 0: one seed of every "
                   "arm first); figures still draw every arm that has a run directory")
 flags.DEFINE_list("runs", [], "run only these runs, by name (e.g. multitask3_cpu-s0-d9c1feb08b, as "
-                  "--dry_run and --status list them); figures still draw every arm that has a "
-                  "run directory")
+                  "--dry_run and --status list them), in the order named; figures still draw every "
+                  "arm that has a run directory")
 flags.DEFINE_bool("skip_runs", False, "only draw from the runs that exist")
 flags.DEFINE_bool("dry_run", False, "list the arms with their estimated time and stop")
 flags.DEFINE_bool("status", False, "say which runs have records here and, per figure, whether "
@@ -149,16 +149,20 @@ def paper_dry_run(by_module: dict, arms: list[common.Arm]) -> None:
         print(f"  {a.est_s / 3600:8,.0f} {unit}  {a.run_name}  {a.label}  {' '.join(a.overrides)}")
 
 
-def keep_arms(arms: list[common.Arm], flag: str, wanted: list[str], value) -> list[common.Arm]:
-    """The arms whose ``value(arm)`` is in ``wanted`` (all when it is empty);
-    a wanted value no arm has is an error that lists the valid ones."""
+def keep_arms(arms: list[common.Arm], flag: str, wanted: list[str], value,
+              in_wanted_order: bool = False) -> list[common.Arm]:
+    """The arms whose ``value(arm)`` is in ``wanted`` (all when it is empty),
+    in the figures' order or, with ``in_wanted_order``, in ``wanted``'s (so
+    a reference can run first); a wanted value no arm has is an error that
+    lists the valid ones."""
     if not wanted:
         return arms
     known = sorted({value(a) for a in arms})
     bad = [w for w in wanted if w not in known]
     if bad:
         raise ValueError(f"--{flag} {bad} have no arms in these figures; valid: {known}")
-    return [a for a in arms if value(a) in wanted]
+    kept = [a for a in arms if value(a) in wanted]
+    return sorted(kept, key=lambda a: wanted.index(value(a))) if in_wanted_order else kept
 
 
 def draw_all(mods, root: str, budget: str, out_dir: str) -> list[dict]:
@@ -188,7 +192,7 @@ def main(argv):
     arms = common.dedupe_arms(a for module_arms in by_module.values() for a in module_arms)
     arms = keep_arms(arms, "presets", FLAGS.presets, lambda a: a.preset)
     arms = keep_arms(arms, "seeds", FLAGS.seeds, lambda a: str(a.seed))
-    arms = keep_arms(arms, "runs", FLAGS.runs, lambda a: a.run_name)
+    arms = keep_arms(arms, "runs", FLAGS.runs, lambda a: a.run_name, in_wanted_order=True)
     if FLAGS.budget == "paper":
         print(f"{len(arms)} runs, estimated {sum(a.est_s for a in arms) / 3600:,.0f} "
               f"{settings.ACCELERATOR}-hours ({FLAGS.profile} profile; "

@@ -193,7 +193,6 @@ def make_arm(label: str, preset: str, budget: str, extra: Sequence[str] = (), se
     what the preset already has are dropped (except the always-explicit
     experience.mode), so SDAE's "on" arm on a preset with SDAE on is the same
     run as Fig. 6's, not a duplicate."""
-    from crl_jax.training.config_io import apply_overrides
     from experiments.configs import load_preset
     if budget == "paper":
         preset = paper_preset(preset)

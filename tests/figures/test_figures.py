@@ -362,6 +362,12 @@ def test_presets_and_seeds_flags_restrict_the_arms_and_reject_unknown_values():
         reproduce.keep_arms(arms, "seeds", ["7"], lambda a: str(a.seed))
     name = listed[0].split()[3]  # "  9.3 min alone  <run name>  <label> ..."
     assert [a.run_name for a in reproduce.keep_arms(arms, "runs", [name], lambda a: a.run_name)] == [name]
+    # --runs keeps the order it names the runs in (e.g. a reference first)
+    named = [line.split()[3] for line in listed[:3]][::-1]
+    assert [a.run_name for a in reproduce.keep_arms(arms, "runs", named, lambda a: a.run_name,
+                                                    in_wanted_order=True)] == named
+    assert [a.run_name for a in reproduce.keep_arms(arms, "runs", named, lambda a: a.run_name)] \
+        == named[::-1]
     with pytest.raises(ValueError, match=r"--runs \['nope'\] have no arms"):
         reproduce.keep_arms(arms, "runs", ["nope"], lambda a: a.run_name)
 
