@@ -364,7 +364,6 @@ def test_read_shown_answers_each_pair_with_the_pick_ups_its_prompt_shows(cfg):
     _, whole = _pairs(cfg, 0.0, write_room=False)
     _, shown = _pairs(cfg, 0.0, write_room=False, read_shown=True)
     assert [p for p, *_ in whole] == [p for p, *_ in shown]
-    hidden = 0
     for (prompt, _, _, entry), (_, _, _, entry_whole) in zip(shown, whole):
         goal = re.search(r"goal: (.+)", prompt).group(1)
         assert entry == read_lesson(goal, re.search(r"traj: (.+)", prompt).group(1)), prompt
