@@ -55,10 +55,11 @@ def job_environment(jobs: int, budget: str, environ=os.environ,
 
 def warm_start_need(arm: Arm) -> tuple[str, tuple[str, ...]]:
     """(warm-start cache key, the weights the arm needs from it): an arm
-    without experience needs only the actor."""
+    whose mode has no extractor (none, oracle) needs only the actor, so it
+    neither waits for an extractor nor holds back one that builds it."""
     from crl_jax.training.warm_cache import warm_start_key
     cfg = arm_config(arm)
-    names = ("actor",) if cfg.experience.mode == "none" else ("actor", "extractor")
+    names = ("actor", "extractor") if cfg.experience.has_extractor else ("actor",)
     return warm_start_key(cfg), names
 
 

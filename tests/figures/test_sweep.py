@@ -74,6 +74,19 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
         sweep.run_arms(arms, root, jobs=0)
 
 
+def test_only_modes_with_an_extractor_need_its_warm_start():
+    """The oracle and GRPO train no extractor (a run of theirs stores only
+    the actor), so they must not wait for one, nor claim to build it."""
+    from experiments.figures import sweep
+    need = {mode: sweep.warm_start_need(common.Arm(mode, "alfworld_cpu",
+                                                   (f"experience.mode={mode}",), 0))
+            for mode in ("none", "oracle", "comp_rl", "static_online")}
+    assert {m: names for m, (_, names) in need.items()} == {
+        "none": ("actor",), "oracle": ("actor",), "comp_rl": ("actor", "extractor"),
+        "static_online": ("actor", "extractor")}
+    assert len({key for key, _ in need.values()}) == 1  # one warm start shared by the arms
+
+
 def test_arm_waiting_for_a_warm_start_starts_once_it_is_cached(tmp_path):
     """The second seed starts as soon as the first has stored the warm start,
     while the first is still training, not when the first ends."""
