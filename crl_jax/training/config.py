@@ -326,9 +326,10 @@ class RunConfig:
             raise ValueError("warm_start.extractor_writes_room=false teaches lessons that name "
                              "no room: it needs env.households > 0 and "
                              "experience.bank.lesson_room=episode, which files them")
-        if self.warm_start.extractor_reads_shown and not self.env.households:
-            raise ValueError("warm_start.extractor_reads_shown shapes households' lessons: it "
-                             "needs env.households > 0")
+        for key in ("extractor_reads_shown", "extractor_wanders"):
+            if getattr(self.warm_start, key) and not self.env.households:
+                raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
+                                 "env.households > 0")
         if self.experience.actor_critic and not self.experience.retrieves:
             raise ValueError("experience.actor_critic judges retrieved entries; "
                              "experience.mode=none retrieves none")

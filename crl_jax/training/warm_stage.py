@@ -21,6 +21,7 @@ from crl_jax.training.logs import progress_bar
 from crl_jax.training.lesson_demos import LessonBook, lesson_sft_samples
 from crl_jax.training.run_dir import WARM_PROGRESS
 from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap, household_split
+from crl_jax.training.wandering import wandering_demos
 from crl_jax.training.warm_cache import WarmStartCache, actor_key, adopt_actor, load_params
 from models.distributed import host_value, sync_processes
 
@@ -93,13 +94,17 @@ def _train_actor(cfg: RunConfig, demos, sources, actor: Learner, tok, out_dir: s
                                        progress_dir(out_dir, cache, "actor"))
 
 
-def _train_extractor(cfg: RunConfig, demos, extractor: Learner, ext_tok, out_dir: str,
+def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok, out_dir: str,
                      cache: WarmStartCache | None) -> list:
     # Its own generator: the same extractor whether or not the actor's warm
     # start ran in this process or came from the cache.
     ws = cfg.warm_start
     rng = np.random.default_rng(ws.seed + 8)
     if cfg.env.households:  # lessons, not plans (lesson_demos.py)
+        if ws.extractor_wanders:  # and episodes played as the actor plays (wandering.py)
+            wander_rng = np.random.default_rng(ws.seed + 9)
+            demos = [*demos, *wandering_demos(sources, demos, ws.extractor_wanders,
+                                              episode_cap(cfg), wander_rng)]
         samples = lesson_sft_samples(demos, ext_tok, rng, room_jitter=ws.extractor_room_jitter,
                                      write_room=ws.extractor_writes_room,
                                      wrong_picks=ws.extractor_wrong_picks,
@@ -136,7 +141,8 @@ def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor:
         if cache and cache.has("extractor"):
             extractor.params = load_params(extractor.params, cache.weights("extractor"))
         else:
-            losses["extractor"] = _train_extractor(cfg, demos, extractor, ext_tok, out_dir, cache)
+            losses["extractor"] = _train_extractor(cfg, demos, sources, extractor, ext_tok,
+                                                   out_dir, cache)
             _publish(cache, out_dir, "extractor", extractor, losses["extractor"])
     if cache:
         # Each model's progress went when it reached the cache (_publish); the

@@ -76,6 +76,14 @@ class WarmStartSpec:
     pick-ups its prompt shows (a trajectory is clipped at 700 characters,
     and a long search's pick-up past the clip gives no lesson). False: the
     lesson of the whole trajectory, which can name a home the prompt hides."""
+    extractor_wanders: float = 0.0
+    """Households: the extractor's warm start also reads one episode per
+    demonstration's game played by a wandering expert, which sends a random
+    admissible action instead of its own with this probability each turn and
+    stops at the RL turn cap (training/wandering.py): trajectories like the
+    actor's, which walks to the destination first, moves other objects and
+    runs out of turns, where the expert's go straight to the object. Each
+    episode's lesson is what it shows. 0: expert episodes only."""
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
     # One token per digit in that tokenizer: ids and numbers read the same
     # wherever they appear, so copying one (WebShop's product ids) is a
@@ -96,6 +104,6 @@ class WarmStartSpec:
 
     def __post_init__(self):
         for key in ("guided_fraction", "ask_fraction", "judge_fraction", "extractor_missteps",
-                    "extractor_room_jitter", "extractor_wrong_picks"):
+                    "extractor_room_jitter", "extractor_wrong_picks", "extractor_wanders"):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise ValueError(f"warm_start.{key} must be in [0, 1]")

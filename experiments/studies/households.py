@@ -125,6 +125,7 @@ HIGH = (Variant(f"{ORACLE}, home rate 0.8", "oracle", ("controls.oracle_source=l
 # five times, too few to learn where things lie in it, so the lesson is the
 # one thing in a guided demonstration's prompt that says where to walk.
 MANY_ROOMS = ("env.households=208", "env.num_generated=10400")
+WANDER = ("warm_start.extractor_wanders=0.3",)
 # The learned arms follow the oracle here: on seed 0 it trained 1.37x GRPO.
 MANY = (Variant(f"{ORACLE}, home rate 0.8, 200 warm-start rooms", "oracle",
                 ("controls.oracle_source=lesson", *RATE, *MANY_ROOMS)),
@@ -132,6 +133,10 @@ MANY = (Variant(f"{ORACLE}, home rate 0.8, 200 warm-start rooms", "oracle",
                 ("controls.lesson_reader=rule", *RATE, *MANY_ROOMS)),
         Variant(f"{SEEN}, home rate 0.8, 200 warm-start rooms",
                 extra=(*SEEN_EXTRACTOR, *RATE, *MANY_ROOMS)),
+        # The extractor also taught on a wandering expert's episodes, which
+        # go where the actor's do (crl_jax/training/wandering.py).
+        Variant(f"{SEEN}, wandering expert, home rate 0.8, 200 warm-start rooms",
+                extra=(*SEEN_EXTRACTOR, *WANDER, *RATE, *MANY_ROOMS)),
         Variant("GRPO, home rate 0.8, 200 warm-start rooms", "none", (*RATE, *MANY_ROOMS)))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
