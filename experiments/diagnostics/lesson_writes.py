@@ -13,6 +13,14 @@ not).
 A reply that wrote nothing ("no lesson") is not kept, so the shares are of
 the writing replies; the line also gives the episodes consolidated and the
 replies that wrote.
+
+--greedy also answers those same prompts greedily, with the run's
+warm-started extractor (before any RL; the run is rebuilt from its
+config.json, so its warm start must be in the cache) and with the
+extractor of the last checkpoint: sampling, the extractor's RL and what
+the actor's episodes look like are then told apart.
+
+    python experiments/diagnostics/lesson_writes.py RUN_DIR --greedy
 """
 from __future__ import annotations
 
@@ -35,17 +43,57 @@ class Command:
     """Also write the report as JSON here."""
     save: bool = False
     """Also write each run's shares to RUN_DIR/lesson_writes.json."""
+    greedy: bool = False
+    """Also judge greedy answers to the same prompts by the warm-started and
+    the last checkpoint's extractor."""
+
+
+def _consolidations(host_state: dict) -> list[dict]:
+    samples = host_state["manager"]["training_buffer"]["samples"]
+    return [s for s in samples if s["kind"] == "consolidate"]
+
+
+def _shares(answers, prompts) -> dict:
+    from experiments.diagnostics.lesson_reading import verdict
+    counts = Counter(verdict(a, p) for a, p in zip(answers, prompts))
+    return {k: counts[k] / max(1, len(prompts)) for k in VERDICTS}
 
 
 def writes_of(host_state: dict) -> dict:
     """Verdict shares of the consolidation samples in a run's host state."""
-    from experiments.diagnostics.lesson_reading import verdict
-    manager = host_state["manager"]
-    samples = [s for s in manager["training_buffer"]["samples"] if s["kind"] == "consolidate"]
-    counts = Counter(verdict(s["response"], s["prompt"]) for s in samples)
-    n = max(1, len(samples))
-    return {"episodes": manager["counters"].get("episodes", 0), "writing_replies": len(samples),
-            **{k: counts[k] / n for k in VERDICTS}}
+    samples = _consolidations(host_state)
+    return {"episodes": host_state["manager"]["counters"].get("episodes", 0),
+            "writing_replies": len(samples),
+            **_shares([s["response"] for s in samples], [s["prompt"] for s in samples])}
+
+
+def greedy_shares(run_dir: str, step: int) -> dict:
+    """{"warm": shares, "last": shares} of greedy answers to the run's
+    consolidation prompts (checkpoint ``step``) by its warm-started and by
+    that checkpoint's extractor."""
+    import dataclasses
+    import tempfile
+
+    from crl_jax.training.checkpointing import RunCheckpointer
+    from crl_jax.training.components import build_run
+    from crl_jax.training.config import RunConfig
+    from crl_jax.training.config_io import load_config_json
+    from experiments.diagnostics.warm_start_probe import extractor_answers
+
+    cfg = load_config_json(RunConfig, os.path.join(run_dir, "config.json"))
+    run = build_run(cfg, tempfile.mkdtemp(prefix="lesson_writes_"))
+    try:
+        with RunCheckpointer(os.path.join(run_dir, "checkpoints"), async_save=False) as ckpt:
+            restored = ckpt.restore(step, targets={"extractor_params": run.extractor.params})
+        prompts = [s["prompt"] for s in _consolidations(restored.host_state)]
+        sampling = dataclasses.replace(run.agent.sampling, temperature=0.0)
+        out = {"warm": _shares(extractor_answers(run, sampling)(prompts), prompts)}
+        run.extractor.params = restored.trees["extractor_params"]
+        run.agent.sampler.update_params(run.extractor.model)
+        out["last"] = _shares(extractor_answers(run, sampling)(prompts), prompts)
+        return out
+    finally:
+        run.close()
 
 
 def main(argv=None) -> int:
@@ -64,12 +112,18 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 2
         report[run] = out = {"step": restored.step, **writes_of(restored.host_state)}
-        if command.save:
-            with open(os.path.join(run, "lesson_writes.json"), "w") as f:
-                json.dump(out, f, indent=2)
         print(f"{os.path.basename(run.rstrip('/'))} (step {restored.step}): {out['episodes']} "
               f"episodes, {out['writing_replies']} replies wrote: "
               + ", ".join(f"{k} {out[k]:.2f}" for k in VERDICTS))
+        if command.greedy:
+            greedy = greedy_shares(run, restored.step)
+            report[run]["greedy"] = greedy
+            for name, shares in greedy.items():
+                print(f"  greedy, {name} extractor: "
+                      + ", ".join(f"{k} {shares[k]:.2f}" for k in VERDICTS))
+        if command.save:
+            with open(os.path.join(run, "lesson_writes.json"), "w") as f:
+                json.dump(out, f, indent=2)
     if command.json_out:
         with open(command.json_out, "w") as f:
             json.dump(report, f, indent=2)

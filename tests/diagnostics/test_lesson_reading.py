@@ -60,3 +60,52 @@ def test_lesson_writes_judges_a_runs_consolidation_samples():
                                  "training_buffer": {"samples": samples}}})
     assert out == {"episodes": 9, "writing_replies": 4, "right": 0.25, "invented": 0.5,
                    "wrong homes": 0.25, "other": 0.0}
+
+
+def test_lesson_writes_greedy_answers_the_same_prompts_with_warm_then_last_extractor(
+        monkeypatch, tmp_path):
+    """--greedy: the warm-started extractor answers before the checkpoint's
+    parameters replace it, and both answer the run's own prompts."""
+    import dataclasses
+    import types
+
+    from experiments.diagnostics import lesson_writes, warm_start_probe
+    from crl_jax.training import checkpointing, components, config_io
+
+    whole = demo_extractor_prompt(DEMO, room=ROOM)
+    samples = [{"kind": "consolidate", "prompt": whole, "response": _add("x")}] * 2
+    sampling = dataclasses.make_dataclass("Sampling", [("temperature", float, 1.0)])()
+    run = types.SimpleNamespace(
+        extractor=types.SimpleNamespace(params="warm", model=None),
+        agent=types.SimpleNamespace(sampling=sampling,
+                                    sampler=types.SimpleNamespace(update_params=lambda m: None)),
+        close=lambda: None)
+    restores = []
+
+    class Ckpt:
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def restore(self, step, targets=None):
+            restores.append((step, targets))
+            return types.SimpleNamespace(step=step, trees={"extractor_params": "rl"},
+                                         host_state={"manager": {"training_buffer": {
+                                             "samples": samples}}})
+    answer = {"warm": _add("apple: go to countertop 1"), "rl": _add("apple: go to fridge 1")}
+
+    def answers(r, sampling):
+        assert sampling.temperature == 0.0
+        return lambda prompts: [answer[r.extractor.params] for p in prompts if p == whole]
+    monkeypatch.setattr(checkpointing, "RunCheckpointer", Ckpt)
+    monkeypatch.setattr(components, "build_run", lambda cfg, out: run)
+    monkeypatch.setattr(config_io, "load_config_json", lambda cls, path: None)
+    monkeypatch.setattr(warm_start_probe, "extractor_answers", answers)
+    out = lesson_writes.greedy_shares(str(tmp_path), 20)
+    assert restores == [(20, {"extractor_params": "warm"})]
+    assert out["warm"]["right"] == 1.0 and out["last"]["wrong homes"] == 1.0
