@@ -126,6 +126,7 @@ HIGH = (Variant(f"{ORACLE}, home rate 0.8", "oracle", ("controls.oracle_source=l
 # one thing in a guided demonstration's prompt that says where to walk.
 MANY_ROOMS = ("env.households=208", "env.num_generated=10400")
 WANDER = ("warm_start.extractor_wanders=0.3",)
+GREEDY = ("experience.extractor_temperature=0",)
 # The learned arms follow the oracle here: on seed 0 it trained 1.37x GRPO.
 MANY = (Variant(f"{ORACLE}, home rate 0.8, 200 warm-start rooms", "oracle",
                 ("controls.oracle_source=lesson", *RATE, *MANY_ROOMS)),
@@ -137,6 +138,11 @@ MANY = (Variant(f"{ORACLE}, home rate 0.8, 200 warm-start rooms", "oracle",
         # go where the actor's do (crl_jax/training/wandering.py).
         Variant(f"{SEEN}, wandering expert, home rate 0.8, 200 warm-start rooms",
                 extra=(*SEEN_EXTRACTOR, *WANDER, *RATE, *MANY_ROOMS)),
+        # ... writing its greedy lessons: sampled at the rollout's temperature
+        # it was right far less often than greedy on the same prompts.
+        Variant(f"{SEEN}, wandering expert, greedy extractor, home rate 0.8, "
+                "200 warm-start rooms", extra=(*SEEN_EXTRACTOR, *WANDER, *GREEDY, *RATE,
+                                               *MANY_ROOMS)),
         Variant("GRPO, home rate 0.8, 200 warm-start rooms", "none", (*RATE, *MANY_ROOMS)))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),

@@ -11,7 +11,7 @@ from experiments.studies import households
 
 def test_arms_differ_from_their_grpo_by_mode_and_control_only():
     arms = households.arms("full")
-    assert len(arms) == 105 and households.arms("quick") == []
+    assert len(arms) == 108 and households.arms("quick") == []
     assert households.make("", "quick", "") == []
     homes = variant_arms(households.PRESET, "full", households.HOMES)
     grpo = [a for a in homes if a.label == households.BASE]
@@ -34,6 +34,8 @@ def test_arms_differ_from_their_grpo_by_mode_and_control_only():
                 tuned |= set(households.VOTES)
             if "wandering expert" in arm.label:
                 tuned |= set(households.WANDER)
+            if "greedy extractor" in arm.label:
+                tuned |= set(households.GREEDY)
             assert {o for o in extra if not o.startswith(("experience.mode=", "controls."))} \
                 == set(regime) | tuned, arm.label
     # a control valid only with its mode is kept, not dropped as a no-op
