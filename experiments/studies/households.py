@@ -15,7 +15,11 @@ the co-evolution claim, with the bank's lesson accuracy against the
 households' true homes (lessons/first_home) through RL. Other regimes
 beside the preset's: 40 RL steps; RL on two of the pool's households
 (env.drawn_households=2: each room gets four times the games); lessons
-that keep their votes through merges (experience.merger=lesson_votes).
+that keep their votes through merges (experience.merger=lesson_votes);
+objects at a home four times in five (env.home_rate=0.8), the warm start
+on the preset's 32 households or on 200, the latter with the learned arms
+and their extractor taught on a wandering expert's episodes
+(warm_start.extractor_wanders) or writing greedily.
 
 The ladder table is the oracle ladder's (guided / free success per window,
 actions, training success over every step against GRPO's, per seed); a
