@@ -1,12 +1,11 @@
 """Trajectories like the actor's for the extractor's warm start on households.
 
 The extractor learns to read lessons from expert demonstrations, and in RL
-it reads the actor's episodes, which it reads far worse: most of its
-errors name the goal's destination or another receptacle the actor walked
-to (docs/FINDINGS.md, "Households: the extractor reads the expert's
-episodes, not the actor's"). The actor walks to the
-destination first, takes and moves other objects, opens what it need not,
-and stops at the turn cap, where the expert goes straight to the object.
+it reads the actor's episodes, which it reads far worse (docs/FINDINGS.md,
+"Households: the extractor reads the expert's episodes, not the actor's").
+The actor walks to the destination first, takes and moves other objects,
+opens what it need not, and stops at the turn cap, where the expert goes
+straight to the object.
 
 A wandering expert plays like that: each turn, with probability ``rate``,
 it sends an action drawn from what the game admits instead of its own; it
