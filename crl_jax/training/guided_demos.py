@@ -47,7 +47,7 @@ from crl_jax.training.lesson_demos import LESSON_SOURCES, LessonBook, lesson_dem
 from crl_jax.training.warmstart import FOREIGN_SOURCES, Demo, plan_entry, play_expert
 
 _TAKE = re.compile(r"^take (.+?) from ")
-_SOURCE = re.compile(r"^(own|peer|peerseen|swap|lesson|lessonpeer|lessonswap|noisy([1-9]\d*))$")
+_SOURCE = re.compile(r"^(own|peer|peerseen|swap|lesson|lessonpeer|lessonswap|lessonseen|noisy([1-9]\d*))$")
 
 
 def parse_mix(text: str) -> list[tuple[str, float]]:
@@ -58,7 +58,7 @@ def parse_mix(text: str) -> list[tuple[str, float]]:
         if not _SOURCE.match(name):
             raise ValueError(f"guided source {name!r}: valid are own, peer, peerseen, swap, "
                              f"noisyK (K >= 1) and, with households, lesson, lessonpeer, "
-                             f"lessonswap, "
+                             f"lessonswap, lessonseen, "
                              f"as 'name:weight' pairs separated by commas")
         try:
             w = float(weight) if weight else 1.0

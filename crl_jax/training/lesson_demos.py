@@ -14,6 +14,12 @@ the actor to read such a lesson, and the extractor to write one:
                which ignores it: a lesson about another room;
   lessonswap   the same household's lesson for another of its goal types,
                ignored likewise: the line names another object.
+  lessonseen   the lesson one other game of the household shows: where an
+               object of the goal's type lay there, one home, played by the
+               informed expert like ``lesson``. It is what the bank holds
+               before merges give it votes (a lesson read from one episode),
+               and it is right only as often as two games of the household
+               agree, so the actor learns how far such a line holds.
 
 The extractor's target for a trajectory (``trajectory_lesson``) is the
 lesson it supports: where the goal's type was found, in the room its first
@@ -28,20 +34,22 @@ from collections.abc import Sequence
 import numpy as np
 
 from crl_jax.envs.alfworld_expert import PICK, AlfWorldEnvExpert, kind_of
-from crl_jax.envs.alfworld_households import household_index
+from crl_jax.envs.alfworld_households import household_game, household_index
 from crl_jax.envs.alfworld_lessons import (Lesson, lesson_steps, parse_lesson, read_homes, room_of,
                                            true_lesson)
 from crl_jax.rl.batch import Sample
 from crl_jax.training.warmstart import (Demo, demo_extractor_prompt, extractor_response,
                                        play_expert, with_missteps)
 
-LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap")
+LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap", "lessonseen")
 # The most rejected actions a noisy lesson pair shows: the actor's lost
 # episodes at the 10-turn cap are mostly such steps. With 8 in each
 # trajectory, the preset's extractor (taught on clean expert ones) invents a
 # lesson where none shows for 0.41 of its prompts and reads 0.08 right
 # (docs/FINDINGS.md, "Households: the extractor invented lessons").
 LESSON_MISSTEPS = 8
+# A PDDL fact placing an object: its type (the id's head) and receptacle id.
+_IN_RECEPTACLE = re.compile(r"\(inReceptacle ([A-Za-z]+)_\S+ (\S+)\)")
 
 
 class LessonBook:
@@ -49,6 +57,20 @@ class LessonBook:
 
     def __init__(self, split):
         self.members = {h.index: h for h in split.members()[:split.households]}
+        self.home_rate = split.home_rate
+
+    def seen(self, record, rng: np.random.Generator) -> Lesson:
+        """The lesson another game of ``record``'s household shows: the home
+        of an object of the goal's type there, drawn among its copies (the
+        household's true lesson if that game holds none)."""
+        h = self.household(record)
+        otype = record.params["object_target"]
+        other = household_game(h, int(rng.integers(1 << 30)), self.home_rate)
+        lying = [where for obj, where in _IN_RECEPTACLE.findall(other.pddl_problem)
+                 if obj == otype and where in h.names]
+        if not lying:
+            return true_lesson(h, otype)
+        return Lesson(otype.lower(), h.signature, (h.names[lying[int(rng.integers(len(lying)))]],))
 
     def household(self, record):
         return self.members[household_index(record.id)]
@@ -82,8 +104,8 @@ def lesson_demo(demo: Demo, source: str, make, max_turns: int, book: LessonBook,
     env = make()
     try:
         record = env.games[demo.task]
-        if source == "lesson":
-            lesson = book.true(record)
+        if source in ("lesson", "lessonseen"):
+            lesson = book.true(record) if source == "lesson" else book.seen(record, rng)
             steps = lesson_steps(lesson, record.params.get("parent_target", ""))
             played = play_expert(env, demo.task, AlfWorldEnvExpert(steps), max_turns,
                                  demo.env_name)

@@ -7,7 +7,10 @@ experience line in every prompt: does the actor read it?
 --exp: none (no line), own (the game's own plan), peer (the plan of another
 game of the same task type), noisy:K (the own plan with K wrong steps),
 lesson (households only: the household's true lesson for the goal's type,
-against the informed expert that reads it, crl_jax/training/lesson_demos.py), or
+against the informed expert that reads it, crl_jax/training/lesson_demos.py),
+lessonseen (households only: the one home another game of the household
+shows, as a bank's lesson read from one episode states it, against the
+informed expert that reads it), or
 several of them separated by commas (--exp=none,own,peer: one warm start
 built or loaded, one table per line). In
 ALFWorld the reference is the informed expert following the game's own plan
@@ -28,7 +31,7 @@ import numpy as np
 
 from experiments.diagnostics.warm_start_probe import built_run, parse, write_report
 
-_EXP = re.compile(r"^(none|own|peer|lesson|noisy:([1-9]\d*))$")
+_EXP = re.compile(r"^(none|own|peer|lesson|lessonseen|noisy:([1-9]\d*))$")
 
 
 def line_maker(exp: str, demos, seed: int = 0):
@@ -43,7 +46,7 @@ def line_maker(exp: str, demos, seed: int = 0):
         by_type.setdefault(d.task_type, []).append(d)
 
     def line(d):
-        if m.group(1) == "lesson":  # the lesson demos carry their line
+        if m.group(1).startswith("lesson"):  # the lesson demos carry their line
             return d.experience
         if m.group(1) == "none":
             return None
@@ -76,16 +79,17 @@ def reference_demos(src, tasks, max_turns: int):
         env.close()
 
 
-def lesson_demos(src, demos, cfg, max_turns: int):
-    """The informed expert's games along each game's household lesson."""
+def lesson_demos(src, demos, cfg, max_turns: int, source: str = "lesson"):
+    """The informed expert's games along each game's household lesson
+    (``source``: lesson or lessonseen, crl_jax/training/lesson_demos.py)."""
     from crl_jax.training.lesson_demos import LessonBook, lesson_demo
     from crl_jax.training.tasks import household_split
 
     split = household_split(cfg)
     if split is None:
-        raise SystemExit("error: --exp=lesson needs a households preset (env.households > 0)")
+        raise SystemExit(f"error: --exp={source} needs a households preset (env.households > 0)")
     book, rng = LessonBook(split), np.random.default_rng(0)
-    return [lesson_demo(d, "lesson", src.make, max_turns, book, rng) for d in demos]
+    return [lesson_demo(d, source, src.make, max_turns, book, rng) for d in demos]
 
 
 def main(argv=None) -> int:
@@ -98,7 +102,8 @@ def main(argv=None) -> int:
     command = parse(__doc__, argv)
     lines = command.exp.split(",")
     if not all(_EXP.match(e) for e in lines):
-        print(f"error: --exp={command.exp!r}: valid are none, own, peer, lesson, noisy:K, "
+        print(f"error: --exp={command.exp!r}: valid are none, own, peer, lesson, lessonseen, "
+              f"noisy:K, "
               f"or several of them separated by commas", file=sys.stderr)
         return 2
     with built_run(command.cfg, "step_accuracy_") as run:
@@ -120,7 +125,8 @@ def main(argv=None) -> int:
                 demos = reference_demos(src, src.tasks[:command.games], turns)
                 accepts = env_verdict(src.make)  # one environment for every line's states
                 for exp in lines:
-                    shown = lesson_demos(src, demos, run.cfg, turns) if exp == "lesson" else demos
+                    shown = (lesson_demos(src, demos, run.cfg, turns, exp)
+                             if exp.startswith("lesson") else demos)
                     states = expert_views(shown, r.history, r.list_actions,
                                           r.show_first_observation, line_maker(exp, shown))
                     stats = step_accuracy(states, propose, accepts=accepts)

@@ -45,6 +45,7 @@ from experiments.figures import common
 from experiments.figures.ablation import Variant, variant_arms
 from experiments.figures.fig6_success import BASE, COMP
 from experiments.figures.script import figure_main, fmt
+from experiments.studies import seed_pairs
 from experiments.studies.oracle_ladder import groups_arms, groups_figure
 
 PRESET = "alfworld_households_cpu"
@@ -221,10 +222,24 @@ def held_out_table(budget: str, root: str, notes: list) -> dict:
             "rows": rows}
 
 
+def paired_table(budget: str, root: str) -> dict:
+    """Each arm against its group's GRPO seed by seed (seed_pairs.py), with
+    every oracle-lesson and every rule-reader pair pooled over the groups."""
+    pairs = []
+    for variants, title in GROUPS:
+        runs, _ = common.load_runs(variant_arms(PRESET, budget, variants), root)  # notes: above
+        reference = runs.get(variants[-1].label, {})
+        pairs += [(f"{v.label} ({title})", runs.get(v.label, {}), reference)
+                  for v in variants[:-1]]
+    return seed_pairs.table(pairs, {"every oracle-lesson arm": ORACLE,
+                                    "every rule-reader arm": RULE})
+
+
 def make(root: str, budget: str, out_dir: str) -> list[dict]:
     return groups_figure(NAME, HEADING, f"{HEADING} ({PRESET}; mean over seeds, band min..max)",
                          PRESET, budget, root, out_dir, GROUPS,
-                         lambda notes: [held_out_table(budget, root, notes)])
+                         lambda notes: [held_out_table(budget, root, notes),
+                                        paired_table(budget, root)])
 
 
 if __name__ == "__main__":

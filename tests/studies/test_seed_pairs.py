@@ -1,0 +1,52 @@
+"""Paired seed differences against GRPO, from hand-made rows and hand-computed
+numbers."""
+import math
+
+from experiments.studies import seed_pairs
+
+
+def _run(*successes):
+    # step 0 is the warm start's evaluation: no training success, skipped
+    return [{"step": 0, "eval_no_exp/success": 0.9}] + [
+        {"step": i + 1, "train/success": s} for i, s in enumerate(successes)]
+
+
+def test_differences_pair_seeds_both_ran():
+    arm = {0: _run(0.2, 0.4), 1: _run(0.5, 0.5), 2: _run(0.1, 0.1)}
+    grpo = {0: _run(0.1, 0.1), 1: _run(0.6, 0.6)}
+    diffs = seed_pairs.differences(arm, grpo)
+    assert list(diffs) == [0, 1]  # seed 2 has no GRPO to pair with
+    assert math.isclose(diffs[0], 0.3 - 0.1) and math.isclose(diffs[1], 0.5 - 0.6)
+
+
+def test_seeds_needed_is_two_standard_errors():
+    # (2 * 0.06 / 0.03)^2 = 16 exactly; (2 * 0.05 / 0.03)^2 = 11.1 -> 12
+    assert seed_pairs.seeds_needed(0.06, 0.03) == 16
+    assert seed_pairs.seeds_needed(0.05, -0.03) == 12
+    assert math.isnan(seed_pairs.seeds_needed(0.05, 0.0))
+    assert math.isnan(seed_pairs.seeds_needed(float("nan"), 0.03))
+
+
+def test_table_rows_and_pools():
+    grpo = {0: _run(0.10), 1: _run(0.20), 2: _run(0.30)}
+    oracle_a = {0: _run(0.15), 1: _run(0.15), 2: _run(0.40)}   # +0.05, -0.05, +0.10
+    oracle_b = {0: _run(0.10)}                                  # +0.00
+    other = {1: _run(0.20)}                                     # +0.00
+    t = seed_pairs.table([("Oracle (a)", oracle_a, grpo), ("Oracle (b)", oracle_b, grpo),
+                          ("Other", other, grpo)], {"every oracle": "Oracle"})
+    rows = {r[0]: r for r in t["rows"]}
+    assert len(t["columns"]) == len(rows["Oracle (a)"])
+    # the sample standard deviation, by hand
+    d = [0.05, -0.05, 0.10]
+    m = sum(d) / 3
+    s = math.sqrt(sum((v - m) ** 2 for v in d) / 2)
+    assert rows["Oracle (a)"][1:4] == ["3", "+0.05, -0.05, +0.10", f"+0.03 ({s:.2f})"]
+    assert rows["Oracle (a)"][4] == str(math.ceil((2 * s / m) ** 2))
+    # 1.2x of GRPO's mean 0.20 is a margin of 0.04
+    assert rows["Oracle (a)"][5] == str(math.ceil((2 * s / 0.04) ** 2))
+    # one pair: no spread, so no seed counts
+    assert rows["Oracle (b)"][1:] == ["1", "+0.00", "+0.00 (-)", "-", "-"]
+    # the pool takes both oracle rows' four pairs, not the other arm's
+    pool = rows["every oracle"]
+    assert pool[1] == "4" and pool[2] == "+0.05, -0.05, +0.10, +0.00"
+    assert seed_pairs.table([("Empty", {}, grpo)], {})["rows"][0][1:] == ["0", "-", "-", "-", "-"]
