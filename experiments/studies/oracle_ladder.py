@@ -57,7 +57,7 @@ def _seed_mean(runs: dict, key: str, first: bool) -> tuple[float, list[float]]:
     return float(np.nanmean(per)) if per else float("nan"), per
 
 
-def whole_run(runs: dict) -> list[float]:
+def _whole_run(runs: dict) -> list[float]:
     """Each seed's training success, mean over all RL steps (guided and free
     episodes together): the window measures miss a run that is ahead for
     most of training and caught up at its end."""
@@ -66,13 +66,13 @@ def whole_run(runs: dict) -> list[float]:
 
 
 def _whole_run_cell(runs: dict, reference: dict) -> str:
-    """Seed mean of whole_run, its per-seed values and its ratio to the
+    """Seed mean of _whole_run, its per-seed values and its ratio to the
     reference's seed mean (GRPO's)."""
-    mine = whole_run(runs)
+    mine = _whole_run(runs)
     if not mine:
         return "-"
     m = float(np.nanmean(mine))
-    ref = whole_run(reference)
+    ref = _whole_run(reference)
     r = m / float(np.nanmean(ref)) if ref and np.nanmean(ref) else float("nan")
     ratio = "" if r != r else f", {fmt(r)}x GRPO"
     return f"{fmt(m)} ({', '.join(fmt(v) for v in mine)}{ratio})"

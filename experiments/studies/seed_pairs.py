@@ -10,7 +10,10 @@ GRPO) is 0.2 of GRPO's success, so the seeds it needs follow from s alone.
 
 The pooled row takes every (arm, seed) pair of a kind of arm (the oracle
 lesson) over the groups: one regime's three seeds give a spread too rough
-to plan by.
+to plan by. Half of an arm's episodes read no experience (split-GRPO's free
+half), so its guided and its free episodes are also set against GRPO's
+apart: what the line gives the episodes that read it, and what the free
+ones lose or gain beside them.
 """
 from __future__ import annotations
 
@@ -19,19 +22,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from crl_jax.training.run_summary import mean, series
 from experiments.figures.script import fmt
-from experiments.studies.oracle_ladder import whole_run
 
 MARGIN = 0.2  # the bars' 1.2x GRPO, as a share of GRPO's success
 
 
-def differences(runs: dict, reference: dict) -> dict[int, float]:
-    """{seed: arm's whole-run training success - the reference's} for the
-    seeds both ran."""
+def whole_run(rows, key: str = "train/success") -> float:
+    """``key``'s mean over every RL step (step 0, the warm start's
+    evaluation, has none)."""
+    return mean(series([r for r in rows if r["step"] > 0], key))
+
+
+def differences(runs: dict, reference: dict, key: str = "train/success") -> dict[int, float]:
+    """{seed: the arm's whole-run ``key`` - the reference's whole-run
+    training success} for the seeds both ran."""
     seeds = sorted(set(runs) & set(reference))
-    mine = whole_run({s: runs[s] for s in seeds})
-    ref = whole_run({s: reference[s] for s in seeds})
-    return {s: a - b for s, a, b in zip(seeds, mine, ref)}
+    return {s: whole_run(runs[s], key) - whole_run(reference[s]) for s in seeds}
 
 
 def seeds_needed(spread: float, margin: float) -> float:
@@ -46,40 +53,53 @@ def _signed(v: float) -> str:
     return ("+" if v >= 0 else "") + fmt(v)
 
 
-def row(label: str, diffs: Sequence[float], grpo: Sequence[float]) -> list[str]:
+def _mean_cell(diffs: Sequence[float]) -> str:
+    d = [v for v in diffs if v == v]
+    return f"{_signed(float(np.mean(d)))} ({', '.join(_signed(v) for v in d)})" if d else "-"
+
+
+def row(label: str, diffs: Sequence[float], grpo: Sequence[float],
+        guided: Sequence[float] = (), free: Sequence[float] = ()) -> list[str]:
     """[label, pairs, differences, mean (sd), seeds for its own mean, seeds
-    for a 1.2x margin]; ``grpo`` are the reference's whole-run successes."""
+    for a 1.2x margin, guided - GRPO, free - GRPO]; ``grpo`` are the
+    reference's whole-run successes, ``guided`` and ``free`` the arm's
+    guided and free episodes' differences to them (nan without any)."""
     d = np.asarray(diffs, float)
     if len(d) == 0:
-        return [label, "0", "-", "-", "-", "-"]
+        return [label, "0", "-", "-", "-", "-", "-", "-"]
     m = float(d.mean())
     s = float(d.std(ddof=1)) if len(d) > 1 else float("nan")
     base = float(np.mean(grpo)) if len(grpo) else float("nan")
     need_own, need_bar = seeds_needed(s, m), seeds_needed(s, MARGIN * base)
     show = lambda n: "-" if n != n else str(int(n))  # noqa: E731
     return [label, str(len(d)), ", ".join(_signed(v) for v in d),
-            f"{_signed(m)} ({'-' if s != s else fmt(s)})", show(need_own), show(need_bar)]
+            f"{_signed(m)} ({'-' if s != s else fmt(s)})", show(need_own), show(need_bar),
+            _mean_cell(guided), _mean_cell(free)]
 
 
 def table(groups: Sequence[tuple[str, dict, dict]], pooled: dict[str, str]) -> dict:
     """``groups``: (row label, {seed: rows} of the arm, of its GRPO) per arm;
     ``pooled``: {row label: substring of the arm labels it pools}."""
-    rows, pools = [], {name: ([], []) for name in pooled}
+    rows, pools = [], {name: ([], [], [], []) for name in pooled}
     for label, runs, reference in groups:
-        diffs = differences(runs, reference)
-        grpo = whole_run({s: reference[s] for s in diffs})
-        rows.append(row(label, list(diffs.values()), grpo))
+        parts = (list(differences(runs, reference).values()),
+                 [whole_run(reference[s]) for s in sorted(set(runs) & set(reference))],
+                 list(differences(runs, reference, "train/success_guided").values()),
+                 list(differences(runs, reference, "train/success_free").values()))
+        rows.append(row(label, *parts))
         for name, part in pooled.items():
             if part in label:
-                pools[name][0].extend(diffs.values())
-                pools[name][1].extend(grpo)
-    rows += [row(name, d, g) for name, (d, g) in pools.items()]
+                for pool, values in zip(pools[name], parts):
+                    pool.extend(values)
+    rows += [row(name, *pool) for name, pool in pools.items()]
     return {"caption": "Each arm minus its group's GRPO on the same seed's warm start: training "
                        "success over every RL step, per seed; their mean (standard deviation); "
                        "the seeds at which that mean would lie two standard errors from zero; "
                        f"and the seeds a margin of {MARGIN:g} of GRPO's success (the bars' 1.2x) "
-                       "would need at that spread. Pooled rows take every pair of their kind "
-                       "over the groups.",
+                       "would need at that spread; the arm's guided and free episodes minus "
+                       "GRPO's episodes, seed mean (per seed). Pooled rows take every pair of "
+                       "their kind over the groups.",
             "columns": ["arm", "pairs", "arm - GRPO per seed", "mean (sd)",
-                        "seeds for its mean", "seeds for 1.2x"],
+                        "seeds for its mean", "seeds for 1.2x", "guided - GRPO",
+                        "free - GRPO"],
             "rows": rows}

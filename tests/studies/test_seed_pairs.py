@@ -5,10 +5,15 @@ import math
 from experiments.studies import seed_pairs
 
 
-def _run(*successes):
+def _run(*successes, guided=None, free=None):
     # step 0 is the warm start's evaluation: no training success, skipped
-    return [{"step": 0, "eval_no_exp/success": 0.9}] + [
+    rows = [{"step": 0, "eval_no_exp/success": 0.9}] + [
         {"step": i + 1, "train/success": s} for i, s in enumerate(successes)]
+    for key, value in (("train/success_guided", guided), ("train/success_free", free)):
+        if value is not None:
+            for r in rows[1:]:
+                r[key] = value
+    return rows
 
 
 def test_differences_pair_seeds_both_ran():
@@ -29,7 +34,8 @@ def test_seeds_needed_is_two_standard_errors():
 
 def test_table_rows_and_pools():
     grpo = {0: _run(0.10), 1: _run(0.20), 2: _run(0.30)}
-    oracle_a = {0: _run(0.15), 1: _run(0.15), 2: _run(0.40)}   # +0.05, -0.05, +0.10
+    oracle_a = {0: _run(0.15, guided=0.2, free=0.1), 1: _run(0.15, guided=0.2, free=0.1),
+                2: _run(0.40, guided=0.5, free=0.3)}   # +0.05, -0.05, +0.10
     oracle_b = {0: _run(0.10)}                                  # +0.00
     other = {1: _run(0.20)}                                     # +0.00
     t = seed_pairs.table([("Oracle (a)", oracle_a, grpo), ("Oracle (b)", oracle_b, grpo),
@@ -44,9 +50,13 @@ def test_table_rows_and_pools():
     assert rows["Oracle (a)"][4] == str(math.ceil((2 * s / m) ** 2))
     # 1.2x of GRPO's mean 0.20 is a margin of 0.04
     assert rows["Oracle (a)"][5] == str(math.ceil((2 * s / 0.04) ** 2))
-    # one pair: no spread, so no seed counts
-    assert rows["Oracle (b)"][1:] == ["1", "+0.00", "+0.00 (-)", "-", "-"]
+    # guided 0.2, 0.2, 0.5 and free 0.1, 0.1, 0.3 against GRPO's 0.1, 0.2, 0.3
+    assert rows["Oracle (a)"][6:] == ["+0.10 (+0.10, +0.00, +0.20)",
+                                      "-0.03 (+0.00, -0.10, +0.00)"]
+    # one pair: no spread, so no seed counts; no guided or free episodes recorded
+    assert rows["Oracle (b)"][1:] == ["1", "+0.00", "+0.00 (-)", "-", "-", "-", "-"]
     # the pool takes both oracle rows' four pairs, not the other arm's
     pool = rows["every oracle"]
     assert pool[1] == "4" and pool[2] == "+0.05, -0.05, +0.10, +0.00"
-    assert seed_pairs.table([("Empty", {}, grpo)], {})["rows"][0][1:] == ["0", "-", "-", "-", "-"]
+    assert pool[6] == rows["Oracle (a)"][6]  # oracle (b) recorded no guided episodes
+    assert seed_pairs.table([("Empty", {}, grpo)], {})["rows"][0][1:] == ["0"] + ["-"] * 6
