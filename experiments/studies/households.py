@@ -19,13 +19,16 @@ that keep their votes through merges (experience.merger=lesson_votes);
 objects at a home four times in five (env.home_rate=0.8), the warm start
 on the preset's 32 households or on 200, the latter with the learned arms
 and their extractor taught on a wandering expert's episodes
-(warm_start.extractor_wanders) or writing greedily.
+(warm_start.extractor_wanders) or writing greedily, and again with the
+actor also taught on lessons as one game shows them (lessonseen).
 
 The ladder table is the oracle ladder's (guided / free success per window,
 actions, training success over every step against GRPO's, per seed); a
 second table gives held-out success on new games of the pool's households
 (eval_*, the run's standard metrics) and on households no training touched
-(eval_unseen_*), without / with experience, and the bank's lessons.
+(eval_unseen_*), without / with experience, and the bank's lessons; a
+third sets each arm against its GRPO seed by seed (seed_pairs.py): how
+many seeds its margin, or the bars' 1.2x, would need.
 
     python experiments/figures/reproduce.py --budget=full --only=households
 
@@ -151,12 +154,28 @@ MANY = (Variant(f"{ORACLE}, home rate 0.8, 200 warm-start rooms", "oracle",
                 "200 warm-start rooms", extra=(*SEEN_EXTRACTOR, *WANDER, *GREEDY, *RATE,
                                                *MANY_ROOMS)),
         Variant("GRPO, home rate 0.8, 200 warm-start rooms", "none", (*RATE, *MANY_ROOMS)))
+# The actor also taught on lessons in the form the bank first holds them:
+# one home, where another game of the room showed the type, right only as
+# often as two games agree (warm_start.guided_source lessonseen,
+# crl_jax/training/lesson_demos.py). Taught on the household's true lessons
+# alone, the actor's guided episodes won no more than its free ones with
+# the lessons read by rule, which name one game's home.
+BANK_FORM = ("warm_start.guided_source=lesson:1,lessonseen:1",)
+FORM = (*RATE, *MANY_ROOMS, *BANK_FORM)
+FORMS = (Variant(f"{ORACLE}, actor taught on one-game lessons", "oracle",
+                 ("controls.oracle_source=lesson", *FORM)),
+         Variant(f"{RULE}, actor taught on one-game lessons", "static_online",
+                 ("controls.lesson_reader=rule", *FORM)),
+         Variant(f"{SEEN}, wandering expert, actor taught on one-game lessons",
+                 extra=(*SEEN_EXTRACTOR, *WANDER, *FORM)),
+         Variant("GRPO, actor taught on one-game lessons", "none", FORM))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),
           (TWO, "2 households drawn"), (TWO_KEPT, "2 households drawn, votes kept"),
           (KEPT, "votes kept"), (HIGH, "home rate 0.8"),
-          (MANY, "home rate 0.8, 200 warm-start households"))
+          (MANY, "home rate 0.8, 200 warm-start households"),
+          (FORMS, "home rate 0.8, 200 warm-start households, one-game lessons taught"))
 
 
 def arms(budget: str) -> list:
