@@ -159,15 +159,14 @@ MANY = (Variant(f"{ORACLE}, home rate 0.8, 200 warm-start rooms", "oracle",
 # often as two games agree (warm_start.guided_source lessonseen,
 # crl_jax/training/lesson_demos.py). Taught on the household's true lessons
 # alone, the actor's guided episodes won no more than its free ones with
-# the lessons read by rule, which name one game's home.
+# the lessons read by rule, which name one game's home. Controls and the
+# rule only: the learned arm waits for an oracle that pays here.
 BANK_FORM = ("warm_start.guided_source=lesson:1,lessonseen:1",)
 FORM = (*RATE, *MANY_ROOMS, *BANK_FORM)
 FORMS = (Variant(f"{ORACLE}, actor taught on one-game lessons", "oracle",
                  ("controls.oracle_source=lesson", *FORM)),
          Variant(f"{RULE}, actor taught on one-game lessons", "static_online",
                  ("controls.lesson_reader=rule", *FORM)),
-         Variant(f"{SEEN}, wandering expert, actor taught on one-game lessons",
-                 extra=(*SEEN_EXTRACTOR, *WANDER, *FORM)),
          Variant("GRPO, actor taught on one-game lessons", "none", FORM))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
