@@ -47,7 +47,10 @@ from crl_jax.training.lesson_demos import LESSON_SOURCES, LessonBook, lesson_dem
 from crl_jax.training.warmstart import FOREIGN_SOURCES, Demo, plan_entry, play_expert
 
 _TAKE = re.compile(r"^take (.+?) from ")
-_SOURCE = re.compile(r"^(own|peer|peerseen|swap|lesson|lessonpeer|lessonswap|lessonseen|noisy([1-9]\d*))$")
+# Sources of a game's plan (or another game's); noisyK and the households'
+# LESSON_SOURCES come beside them.
+PLAN_SOURCES = ("own", "peer", "peerseen", "swap")
+_SOURCE = re.compile(rf"^({'|'.join(PLAN_SOURCES + LESSON_SOURCES)}|noisy([1-9]\d*))$")
 
 
 def parse_mix(text: str) -> list[tuple[str, float]]:
@@ -56,10 +59,10 @@ def parse_mix(text: str) -> list[tuple[str, float]]:
     for part in text.split(","):
         name, _, weight = part.strip().partition(":")
         if not _SOURCE.match(name):
-            raise ValueError(f"guided source {name!r}: valid are own, peer, peerseen, swap, "
-                             f"noisyK (K >= 1) and, with households, lesson, lessonpeer, "
-                             f"lessonswap, lessonseen, "
-                             f"as 'name:weight' pairs separated by commas")
+            raise ValueError(f"guided source {name!r}: valid are {', '.join(PLAN_SOURCES)}, "
+                             f"noisyK (K >= 1) and, with households, "
+                             f"{', '.join(LESSON_SOURCES)}, as 'name:weight' pairs separated "
+                             "by commas")
         try:
             w = float(weight) if weight else 1.0
         except ValueError:

@@ -65,6 +65,10 @@ class LessonBook:
         household's true lesson if that game holds none)."""
         h = self.household(record)
         otype = record.params["object_target"]
+        # A whole game of the household, so the placement law is the
+        # generator's own. Its copies are read in the PDDL's order (the
+        # _IN_RECEPTACLE), which alfworld_pddl.parse_problem's sets would lose:
+        # the draw among them, and so the warm start, depends on that order.
         other = household_game(h, int(rng.integers(1 << 30)), self.home_rate)
         lying = [where for obj, where in _IN_RECEPTACLE.findall(other.pddl_problem)
                  if obj == otype and where in h.names]
@@ -104,8 +108,8 @@ def lesson_demo(demo: Demo, source: str, make, max_turns: int, book: LessonBook,
     env = make()
     try:
         record = env.games[demo.task]
-        if source in ("lesson", "lessonseen"):
-            lesson = book.true(record) if source == "lesson" else book.seen(record, rng)
+        if source in ("lesson", "lessonseen"):  # played by the informed expert
+            lesson = book.seen(record, rng) if source == "lessonseen" else book.true(record)
             steps = lesson_steps(lesson, record.params.get("parent_target", ""))
             played = play_expert(env, demo.task, AlfWorldEnvExpert(steps), max_turns,
                                  demo.env_name)

@@ -103,8 +103,7 @@ def main(argv=None) -> int:
     lines = command.exp.split(",")
     if not all(_EXP.match(e) for e in lines):
         print(f"error: --exp={command.exp!r}: valid are none, own, peer, lesson, lessonseen, "
-              f"noisy:K, "
-              f"or several of them separated by commas", file=sys.stderr)
+              "noisy:K, or several of them separated by commas", file=sys.stderr)
         return 2
     with built_run(command.cfg, "step_accuracy_") as run:
         r = run.cfg.rollout

@@ -209,12 +209,20 @@ def _writes(arms, root: str, key: str) -> str:
     return f"{fmt(float(np.nanmean(vals)))} ({', '.join(fmt(v) for v in vals)})"
 
 
-def held_out_table(budget: str, root: str, notes: list) -> dict:
-    """Held-out success, seen and unseen households, and the bank's lessons."""
-    rows = []
+def _loaded(budget: str, root: str) -> list[tuple]:
+    """(variants, title, arms, {label: {seed: rows}}, notes) of each group."""
+    out = []
     for variants, title in GROUPS:
         arms = variant_arms(PRESET, budget, variants)
-        runs, more = common.load_runs(arms, root)
+        out.append((variants, title, arms, *common.load_runs(arms, root)))
+    return out
+
+
+def held_out_table(budget: str, root: str, notes: list, loaded: list | None = None) -> dict:
+    """Held-out success, seen and unseen households, and the bank's lessons
+    (``loaded``: _loaded's records, read here when not given)."""
+    rows = []
+    for variants, title, arms, runs, more in loaded or _loaded(budget, root):
         notes += more
         for v in variants:
             mine = runs.get(v.label, {})
@@ -240,12 +248,11 @@ def held_out_table(budget: str, root: str, notes: list) -> dict:
             "rows": rows}
 
 
-def paired_table(budget: str, root: str) -> dict:
+def paired_table(loaded: list) -> dict:
     """Each arm against its group's GRPO seed by seed (seed_pairs.py), with
     every oracle-lesson and every rule-reader pair pooled over the groups."""
     pairs = []
-    for variants, title in GROUPS:
-        runs, _ = common.load_runs(variant_arms(PRESET, budget, variants), root)  # notes: above
+    for variants, title, _, runs, _ in loaded:
         reference = runs.get(variants[-1].label, {})
         pairs += [(f"{v.label} ({title})", runs.get(v.label, {}), reference)
                   for v in variants[:-1]]
@@ -253,11 +260,15 @@ def paired_table(budget: str, root: str) -> dict:
                                     "every rule-reader arm": RULE})
 
 
+def _tables(budget: str, root: str, notes: list) -> list[dict]:
+    loaded = _loaded(budget, root)  # the records read once for both tables
+    return [held_out_table(budget, root, notes, loaded), paired_table(loaded)]
+
+
 def make(root: str, budget: str, out_dir: str) -> list[dict]:
     return groups_figure(NAME, HEADING, f"{HEADING} ({PRESET}; mean over seeds, band min..max)",
                          PRESET, budget, root, out_dir, GROUPS,
-                         lambda notes: [held_out_table(budget, root, notes),
-                                        paired_table(budget, root)])
+                         lambda notes: _tables(budget, root, notes))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,14 @@ def differences(runs: dict, reference: dict, key: str = "train/success") -> dict
     return {s: whole_run(runs[s], key) - whole_run(reference[s]) for s in seeds}
 
 
+def _pairs(runs: dict, reference: dict) -> tuple[list[float], ...]:
+    """(arm - GRPO, GRPO, guided - GRPO, free - GRPO) over the seeds both ran."""
+    total, guided, free = (list(differences(runs, reference, key).values()) for key in
+                           ("train/success", "train/success_guided", "train/success_free"))
+    grpo = [whole_run(reference[s]) for s in sorted(set(runs) & set(reference))]
+    return total, grpo, guided, free
+
+
 def seeds_needed(spread: float, margin: float) -> float:
     """Seeds for a mean paired difference ``margin`` to lie two standard
     errors (``spread`` / sqrt(n)) from zero; nan without a margin or a spread."""
@@ -70,11 +78,13 @@ def row(label: str, diffs: Sequence[float], grpo: Sequence[float],
     m = float(d.mean())
     s = float(d.std(ddof=1)) if len(d) > 1 else float("nan")
     base = float(np.mean(grpo)) if len(grpo) else float("nan")
-    need_own, need_bar = seeds_needed(s, m), seeds_needed(s, MARGIN * base)
-    show = lambda n: "-" if n != n else str(int(n))  # noqa: E731
     return [label, str(len(d)), ", ".join(_signed(v) for v in d),
-            f"{_signed(m)} ({'-' if s != s else fmt(s)})", show(need_own), show(need_bar),
-            _mean_cell(guided), _mean_cell(free)]
+            f"{_signed(m)} ({'-' if s != s else fmt(s)})", _count(seeds_needed(s, m)),
+            _count(seeds_needed(s, MARGIN * base)), _mean_cell(guided), _mean_cell(free)]
+
+
+def _count(n: float) -> str:
+    return "-" if n != n else str(int(n))
 
 
 def table(groups: Sequence[tuple[str, dict, dict]], pooled: dict[str, str]) -> dict:
@@ -82,10 +92,7 @@ def table(groups: Sequence[tuple[str, dict, dict]], pooled: dict[str, str]) -> d
     ``pooled``: {row label: substring of the arm labels it pools}."""
     rows, pools = [], {name: ([], [], [], []) for name in pooled}
     for label, runs, reference in groups:
-        parts = (list(differences(runs, reference).values()),
-                 [whole_run(reference[s]) for s in sorted(set(runs) & set(reference))],
-                 list(differences(runs, reference, "train/success_guided").values()),
-                 list(differences(runs, reference, "train/success_free").values()))
+        parts = _pairs(runs, reference)
         rows.append(row(label, *parts))
         for name, part in pooled.items():
             if part in label:
