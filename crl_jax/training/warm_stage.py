@@ -88,7 +88,7 @@ def _train_actor(cfg: RunConfig, demos, sources, actor: Learner, tok, out_dir: s
         actor_demos(cfg, demos, sources, rng), tok, r.history, rng, list_actions=r.list_actions,
         recovery_fraction=ws.recovery_fraction, obs_chars=r.obs_chars,
         show_first_observation=r.show_first_observation, decision_repeat=ws.decision_repeat,
-        ask_fraction=ws.ask_fraction, judge_fraction=ws.judge_fraction)
+        line_repeat=ws.line_repeat, ask_fraction=ws.ask_fraction, judge_fraction=ws.judge_fraction)
     return setup.supervised_warm_start(actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
                                        tok.pad_id, rng, "actor",
                                        progress_dir(out_dir, cache, "actor"))

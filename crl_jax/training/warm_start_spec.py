@@ -38,6 +38,13 @@ class WarmStartSpec:
     # an expert's turns, so a tiny actor learns "go to" first and walks past a
     # visible target; repeating take/open/move/... turns balances the decisions.
     decision_repeat: int = 1
+    line_repeat: int = 1
+    """Copies of each guided demonstration turn whose action is a step its
+    line states (a walk to one of a lesson's homes, a step of a plan): the
+    turns where reading the line decides the action. They are a few in a
+    hundred of the samples, and on some seeds the tiny actor's warm start
+    never learnt to read its line (docs/FINDINGS.md, "Households: the
+    warm-started actor reads a two-home lesson"). 1: no copies."""
     # Share of unguided actor demos (and of extractor demos) that open with a
     # search-and-ask call and its answer: without it the tiny actor never
     # calls the tool (experience.search_and_ask stays inert).
@@ -103,6 +110,8 @@ class WarmStartSpec:
     cache_dir: str = ""
 
     def __post_init__(self):
+        if self.line_repeat < 1:
+            raise ValueError(f"warm_start.line_repeat must be >= 1, got {self.line_repeat}")
         for key in ("guided_fraction", "ask_fraction", "judge_fraction", "extractor_missteps",
                     "extractor_room_jitter", "extractor_wrong_picks", "extractor_wanders"):
             if not 0.0 <= getattr(self, key) <= 1.0:

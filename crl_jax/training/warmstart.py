@@ -175,7 +175,7 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
                       list_actions: str = "none", recovery_fraction: float = 0.2,
                       obs_chars: int = 240, show_first_observation: bool = False,
                       decision_repeat: int = 1, ask_fraction: float = 0.0,
-                      judge_fraction: float = 0.0) -> list[Sample]:
+                      judge_fraction: float = 0.0, line_repeat: int = 1) -> list[Sample]:
     """(compact prompt, expert action + EOS) pairs from winning demonstrations.
 
     A guided demonstration (``demo.experience`` set, see guided_demos.py)
@@ -187,15 +187,18 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
     turns is duplicated with a rejected wrong action in the history ("did: X
     -> Nothing happens.", as the rollout renders it), so the actor learns to
     recover from its own mistakes, which expert data never shows. Turns whose
-    action is not navigation (`is_decision`) appear ``decision_repeat`` times.
+    action is not navigation (`is_decision`) appear ``decision_repeat`` times,
+    and a guided demonstration's turns whose action its line states
+    (`line_states`) ``line_repeat`` times (the two multiply).
     With ``judge_fraction``, that share of guided demonstrations also gives a
     judging sample (the Actor-Critic variant, crl_jax/rl/critic.py): its line
     accepted when it is the game's own plan (exact or with wrong steps),
     rejected when it is another game's; an accepted line comes with a second
     sample rejecting another game's plan of the same task type (a bank mostly
     returns other games' entries, so the actor must learn to turn them down)."""
-    if decision_repeat < 1:
-        raise ValueError(f"decision_repeat must be >= 1, got {decision_repeat}")
+    if decision_repeat < 1 or line_repeat < 1:
+        raise ValueError(f"decision_repeat and line_repeat must be >= 1, got "
+                         f"{decision_repeat} and {line_repeat}")
     wins = [d for d in demos if d.won]
     by_type: dict[str, list[Demo]] = {}
     for d in wins:
@@ -224,8 +227,17 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
                                               d.observations[0] if show_first_observation else ""))
             if decision_repeat > 1 and is_decision(action):
                 views = views * decision_repeat
+            if line_repeat > 1 and experience is not None and line_states(experience, action):
+                views = views * line_repeat
             samples += [_compact_sample(tokenizer, view, obs_chars, action) for view in views]
     return samples
+
+
+def line_states(line: str, action: str) -> bool:
+    """Whether ``action`` is a step ``line`` states, in a plan ("goal: a > b")
+    or a lesson ("mug: go to countertop 2 > go to sinkbasin 1 (room: ...)")."""
+    body = line.split(": ", 1)[-1].split(" (room: ", 1)[0]
+    return action in body.split(" > ")
 
 
 def _compact_sample(tokenizer, view: prompts.TurnView, obs_chars: int, answer: str) -> Sample:

@@ -168,13 +168,25 @@ FORMS = (Variant(f"{ORACLE}, actor taught on one-game lessons", "oracle",
          Variant(f"{RULE}, actor taught on one-game lessons", "static_online",
                  ("controls.lesson_reader=rule", *FORM)),
          Variant("GRPO, actor taught on one-game lessons", "none", FORM))
+# The walks a guided demonstration's line names, repeated: on seed 2 the
+# true-lesson warm start above taught an actor that reads no line at all
+# (docs/FINDINGS.md, "Households: the warm-started actor reads a two-home
+# lesson"), and those walks are a few in a hundred of its samples.
+WALKS = ("warm_start.line_repeat=4",)
+READ = (*RATE, *MANY_ROOMS, *WALKS)
+READS = (Variant(f"{ORACLE}, lesson walks repeated", "oracle",
+                 ("controls.oracle_source=lesson", *READ)),
+         Variant(f"{RULE}, lesson walks repeated", "static_online",
+                 ("controls.lesson_reader=rule", *READ)),
+         Variant("GRPO, lesson walks repeated", "none", READ))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),
           (TWO, "2 households drawn"), (TWO_KEPT, "2 households drawn, votes kept"),
           (KEPT, "votes kept"), (HIGH, "home rate 0.8"),
           (MANY, "home rate 0.8, 200 warm-start households"),
-          (FORMS, "home rate 0.8, 200 warm-start households, one-game lessons taught"))
+          (FORMS, "home rate 0.8, 200 warm-start households, one-game lessons taught"),
+          (READS, "home rate 0.8, 200 warm-start households, lesson walks repeated"))
 
 
 def arms(budget: str) -> list:

@@ -1,5 +1,7 @@
 """Token-exact trajectories and the learner's wiring, on a tiny model."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -170,6 +172,42 @@ def test_decision_repeat_copies_only_decisive_demo_turns(setup):
     assert not warmstart.is_decision("go to countertop 2")
     with pytest.raises(ValueError, match="decision_repeat"):
         warmstart.actor_sft_samples(demos, tok, 1, np.random.default_rng(0), decision_repeat=0)
+
+
+def test_line_states_reads_plan_and_lesson_steps():
+    lesson = "mug: go to countertop 2 > go to sinkbasin 1 (room: countertop 2, sinkbasin 1)"
+    assert warmstart.line_states(lesson, "go to countertop 2")
+    assert warmstart.line_states(lesson, "go to sinkbasin 1")
+    assert not warmstart.line_states(lesson, "go to countertop 1")  # another instance
+    assert not warmstart.line_states(lesson, "go to countertop")  # a step, not a prefix
+    plan = "put a mug in cabinet: go to countertop 2 > take mug 1 from countertop 2"
+    assert warmstart.line_states(plan, "take mug 1 from countertop 2")
+    assert not warmstart.line_states(plan, "put a mug in cabinet")  # the goal is no step
+
+
+def test_line_repeat_copies_only_guided_turns_the_line_states(setup):
+    env, tok, _ = setup
+    demos = [d for d in warmstart.collect_demos("alfworld", lambda: env, [0, 1, 2], 15) if d.won]
+    # the first two demos guided by a line naming their first and last action
+    # (and one action they never take); the third free
+    guided = [dataclasses.replace(d, experience=f"{d.goal}: {d.actions[0]} > go to nowhere 9 > "
+                                                f"{d.actions[-1]}") for d in demos[:2]]
+    mixed = guided + demos[2:]
+    named = sum(warmstart.line_states(d.experience, a) for d in guided for a in d.actions)
+    assert named >= 2  # at least each guided demo's first action
+    total = sum(len(d.actions) for d in mixed)
+    kw = dict(history=1, recovery_fraction=0.0)
+    once = warmstart.actor_sft_samples(mixed, tok, rng=np.random.default_rng(0), **kw)
+    four = warmstart.actor_sft_samples(mixed, tok, rng=np.random.default_rng(0), line_repeat=4,
+                                       **kw)
+    assert len(once) == total and len(four) == total + 3 * named
+    assert {tuple(s.tokens) for s in four} == {tuple(s.tokens) for s in once}  # copies only
+    # free demos' turns are never copied, whatever their action
+    free = warmstart.actor_sft_samples(demos, tok, rng=np.random.default_rng(0), line_repeat=4,
+                                       **kw)
+    assert len(free) == sum(len(d.actions) for d in demos)
+    with pytest.raises(ValueError, match="line_repeat"):
+        warmstart.actor_sft_samples(demos, tok, 1, np.random.default_rng(0), line_repeat=0)
 
 
 def test_extractor_sft_teaches_plans_for_wins_and_return_for_cut_short_episodes(setup):

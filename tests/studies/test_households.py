@@ -11,7 +11,7 @@ from experiments.studies import households
 
 def test_arms_differ_from_their_grpo_by_mode_and_control_only():
     arms = households.arms("full")
-    assert len(arms) == 117 and households.arms("quick") == []
+    assert len(arms) == 126 and households.arms("quick") == []
     assert households.make("", "quick", "") == []
     homes = variant_arms(households.PRESET, "full", households.HOMES)
     grpo = [a for a in homes if a.label == households.BASE]
@@ -23,7 +23,8 @@ def test_arms_differ_from_their_grpo_by_mode_and_control_only():
                              (households.TWO_KEPT, households.TWO_HOUSEHOLDS),
                              (households.KEPT, ()), (households.HIGH, households.RATE),
                              (households.MANY, households.RATE + households.MANY_ROOMS),
-                             (households.FORMS, households.FORM)):
+                             (households.FORMS, households.FORM),
+                             (households.READS, households.READ)):
         for arm in variant_arms(households.PRESET, "full", variants):
             base = next(g for g in grpo if g.seed == arm.seed)
             extra = set(arm.overrides) - set(base.overrides)
