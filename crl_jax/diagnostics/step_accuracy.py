@@ -25,7 +25,7 @@ import re
 from typing import Callable, NamedTuple, Sequence
 
 from crl_jax.rl import prompts
-from crl_jax.training.warmstart import Demo, demo_view, walks_kept
+from crl_jax.training.warmstart import Demo, demo_view, line_states, walks_kept
 
 # Bracketed item ids (WebShop's "b064787394") must be copied character by
 # character from the page, the hardest decision for a tiny actor: grouped
@@ -38,6 +38,13 @@ _ITEM_ID = re.compile(r"^[a-z]\d{6,}$", re.IGNORECASE)
 # of their own besides "go": the go-tos a plan names, and the ones no prompt
 # without a plan can predict (the other walks follow from the goal).
 FETCH_WALK = "go, to fetch"
+# The walks the state's line names (warmstart.line_states): the decisions
+# reading the line decides. The line is the prompt's, or where the prompt
+# shows none the demonstration's own (a lesson played by the informed
+# expert, shown without its line: the same states, read from nothing).
+# "go, to fetch" is no measure of reading: it holds walks no line names
+# (to a lamp, to a second object), and not a first home that proved wrong.
+LINE_WALK = "go, where the line says"
 
 MISSES_KEPT = 3  # examples of wrong proposals kept per row: what the actor writes instead
 
@@ -133,7 +140,7 @@ def step_accuracy(states: Sequence[ExpertState],
                   batch: int = 64,
                   accepts: Callable[[ExpertState, str | None], bool] | None = None
                   ) -> dict[str, VerbAccuracy]:
-    """Per decision kind (see decision_kind), FETCH_WALK and "all": counts of states,
+    """Per decision kind (see decision_kind), FETCH_WALK, LINE_WALK and "all": counts of states,
     exact matches and accepted proposals. ``propose`` maps views to actions
     (None where the answer holds none); ``accepts`` judges a proposal
     (default: it is in the state's admissible list, see env_verdict)."""
@@ -155,7 +162,10 @@ def step_accuracy(states: Sequence[ExpertState],
                 fetch_walks[id(state.demo)] = walks_kept(state.demo.actions)
             walks = fetch_walks[id(state.demo)]
             fetch = (FETCH_WALK,) if state.turn in walks else ()
-            for key in (decision_kind(state.action), *fetch, "all"):
+            line = state.view.experience or state.demo.experience
+            named = (LINE_WALK,) if line and state.action.startswith("go to ") and \
+                line_states(line, state.action) else ()
+            for key in (decision_kind(state.action), *fetch, *named, "all"):
                 s = stats[key]
                 s.states += 1
                 if chars is not None and key != "all":

@@ -10,7 +10,9 @@ lesson (households only: the household's true lesson for the goal's type,
 against the informed expert that reads it, crl_jax/training/lesson_demos.py),
 lessonseen (households only: the one home another game of the household
 shows, as a bank's lesson read from one episode states it, against the
-informed expert that reads it), or
+informed expert that reads it), lessonhidden (the states of --exp=lesson
+with no line in the prompt: the control of its "go, where the line says"
+row, the walks its lesson names, which no other line's states share), or
 several of them separated by commas (--exp=none,own,peer: one warm start
 built or loaded, one table per line). In
 ALFWorld the reference is the informed expert following the game's own plan
@@ -31,7 +33,7 @@ import numpy as np
 
 from experiments.diagnostics.warm_start_probe import built_run, parse, write_report
 
-_EXP = re.compile(r"^(none|own|peer|lesson|lessonseen|noisy:([1-9]\d*))$")
+_EXP = re.compile(r"^(none|own|peer|lesson|lessonseen|lessonhidden|noisy:([1-9]\d*))$")
 
 
 def line_maker(exp: str, demos, seed: int = 0):
@@ -46,9 +48,9 @@ def line_maker(exp: str, demos, seed: int = 0):
         by_type.setdefault(d.task_type, []).append(d)
 
     def line(d):
-        if m.group(1).startswith("lesson"):  # the lesson demos carry their line
+        if m.group(1) in ("lesson", "lessonseen"):  # the lesson demos carry their line
             return d.experience
-        if m.group(1) == "none":
+        if m.group(1) in ("none", "lessonhidden"):
             return None
         if m.group(1) == "peer":
             others = [p for p in by_type[d.task_type] if p is not d] or [d]
@@ -81,7 +83,8 @@ def reference_demos(src, tasks, max_turns: int):
 
 def lesson_demos(src, demos, cfg, max_turns: int, source: str = "lesson"):
     """The informed expert's games along each game's household lesson
-    (``source``: lesson or lessonseen, crl_jax/training/lesson_demos.py)."""
+    (``source``: lesson or lessonseen, crl_jax/training/lesson_demos.py;
+    lessonhidden: lesson's games)."""
     from crl_jax.training.lesson_demos import LessonBook, lesson_demo
     from crl_jax.training.tasks import household_split
 
@@ -89,6 +92,7 @@ def lesson_demos(src, demos, cfg, max_turns: int, source: str = "lesson"):
     if split is None:
         raise SystemExit(f"error: --exp={source} needs a households preset (env.households > 0)")
     book, rng = LessonBook(split), np.random.default_rng(0)
+    source = "lesson" if source == "lessonhidden" else source
     return [lesson_demo(d, source, src.make, max_turns, book, rng) for d in demos]
 
 
@@ -103,7 +107,7 @@ def main(argv=None) -> int:
     lines = command.exp.split(",")
     if not all(_EXP.match(e) for e in lines):
         print(f"error: --exp={command.exp!r}: valid are none, own, peer, lesson, lessonseen, "
-              "noisy:K, or several of them separated by commas", file=sys.stderr)
+              "lessonhidden, noisy:K, or several of them separated by commas", file=sys.stderr)
         return 2
     with built_run(command.cfg, "step_accuracy_") as run:
         r = run.cfg.rollout

@@ -1,4 +1,6 @@
 """Per-verb imitation accuracy (crl_jax/diagnostics/step_accuracy.py) against hand-counted values."""
+import dataclasses
+
 import pytest
 
 from crl_jax.envs.webshop.env import WebShopEnv
@@ -50,6 +52,22 @@ def test_counts_exact_and_accepted_per_verb():
     report = format_report(s)
     assert "- move: move cup 1 to fridge 1 -> go to fridge 1" in report
     assert "| go | 2 | 0.50 | 1.00 |" in report and "expert decision" in report and "| all | 4 | 0.25 | 0.75 |" in report
+
+
+def test_the_walks_a_line_names_are_a_row_whether_or_not_the_prompt_shows_the_line():
+    lesson = "cup: go to table 1 > go to shelf 2 (room: fridge 1, shelf 2, table 1)"
+    guided = dataclasses.replace(_demo(), experience=lesson)
+    def always_table(views):
+        return ["go to table 1"] * len(views)
+    shown = step_accuracy(expert_views([guided], 1, "none", False, lambda d: d.experience),
+                          always_table)
+    # of the two walks, the line names the one to the table (not the fridge)
+    assert (shown["go, where the line says"].states, shown["go, where the line says"].exact) == (1, 1)
+    assert (shown["go"].states, shown["go"].exact) == (2, 1)
+    hidden = step_accuracy(expert_views([guided], 1, "none", False), always_table)
+    assert hidden["go, where the line says"].states == 1  # the same state, no line shown
+    assert "go, where the line says" not in step_accuracy(expert_views([_demo()], 1, "none", False),
+                                                          always_table)
 
 
 def test_bad_inputs_are_rejected():
@@ -144,3 +162,8 @@ def test_the_lesson_line_is_the_households_true_lesson_and_its_expert_reads_it()
     env.close()
     with pytest.raises(SystemExit, match="households preset"):
         lesson_demos(src, demos, load_preset("alfworld_cpu"), 30)
+    # the hidden-line control plays the same games along the same lessons and shows no line
+    hidden = lesson_demos(src, demos, cfg, 30, "lessonhidden")
+    assert [d.actions for d in hidden] == [d.actions for d in shown]
+    assert all(line_maker("lessonhidden", hidden)(d) is None for d in hidden)
+    assert all(h.experience == d.experience for h, d in zip(hidden, shown))
