@@ -20,6 +20,11 @@ the actor to read such a lesson, and the extractor to write one:
                before merges give it votes (a lesson read from one episode),
                and it is right only as often as two games of the household
                agree, so the actor learns how far such a line holds.
+  lessonfirst  the household's true lesson cut to its first home, played
+               like ``lesson``: a line of one home as right as the true
+               lesson's first, so an actor taught on it beside ``lesson``
+               learns to read the first home whatever the line's length
+               (taught on two homes alone it ignored lines of one).
 
 The extractor's target for a trajectory (``trajectory_lesson``) is the
 lesson it supports: where the goal's type was found, in the room its first
@@ -41,7 +46,9 @@ from crl_jax.rl.batch import Sample
 from crl_jax.training.warmstart import (Demo, demo_extractor_prompt, extractor_response,
                                        play_expert, with_missteps)
 
-LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap", "lessonseen")
+LESSON_SOURCES = ("lesson", "lessonpeer", "lessonswap", "lessonseen", "lessonfirst")
+# The sources played by the informed expert along the line they show.
+READ_SOURCES = ("lesson", "lessonseen", "lessonfirst")
 # The most rejected actions a noisy lesson pair shows: the actor's lost
 # episodes at the 10-turn cap are mostly such steps. With 8 in each
 # trajectory, the preset's extractor (taught on clean expert ones) invents a
@@ -82,6 +89,11 @@ class LessonBook:
     def true(self, record) -> Lesson:
         return true_lesson(self.household(record), record.params["object_target"])
 
+    def first(self, record) -> Lesson:
+        """The true lesson naming its first home alone."""
+        lesson = self.true(record)
+        return dataclasses.replace(lesson, homes=lesson.homes[:1])
+
     def peer(self, record, rng: np.random.Generator) -> Lesson:
         own = household_index(record.id)
         otype = record.params["object_target"]
@@ -108,8 +120,9 @@ def lesson_demo(demo: Demo, source: str, make, max_turns: int, book: LessonBook,
     env = make()
     try:
         record = env.games[demo.task]
-        if source in ("lesson", "lessonseen"):  # played by the informed expert
-            lesson = book.seen(record, rng) if source == "lessonseen" else book.true(record)
+        if source in READ_SOURCES:  # played by the informed expert
+            lesson = (book.seen(record, rng) if source == "lessonseen" else
+                      book.first(record) if source == "lessonfirst" else book.true(record))
             steps = lesson_steps(lesson, record.params.get("parent_target", ""))
             played = play_expert(env, demo.task, AlfWorldEnvExpert(steps), max_turns,
                                  demo.env_name)

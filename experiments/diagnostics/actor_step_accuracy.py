@@ -10,7 +10,8 @@ lesson (households only: the household's true lesson for the goal's type,
 against the informed expert that reads it, crl_jax/training/lesson_demos.py),
 lessonseen (households only: the one home another game of the household
 shows, as a bank's lesson read from one episode states it, against the
-informed expert that reads it), lessonhidden (the states of --exp=lesson
+informed expert that reads it), lessonfirst (the true lesson cut to its
+first home, against the informed expert that reads it), lessonhidden (the states of --exp=lesson
 with no line in the prompt: the control of its "go, where the line says"
 row, the walks its lesson names, which no other line's states share), or
 several of them separated by commas (--exp=none,own,peer: one warm start
@@ -33,7 +34,8 @@ import numpy as np
 
 from experiments.diagnostics.warm_start_probe import built_run, parse, write_report
 
-_EXP = re.compile(r"^(none|own|peer|lesson|lessonseen|lessonhidden|noisy:([1-9]\d*))$")
+_EXP = re.compile(r"^(none|own|peer|lesson|lessonseen|lessonfirst|lessonhidden"
+                  r"|noisy:([1-9]\d*))$")
 
 
 def line_maker(exp: str, demos, seed: int = 0):
@@ -48,7 +50,7 @@ def line_maker(exp: str, demos, seed: int = 0):
         by_type.setdefault(d.task_type, []).append(d)
 
     def line(d):
-        if m.group(1) in ("lesson", "lessonseen"):  # the lesson demos carry their line
+        if m.group(1) in ("lesson", "lessonseen", "lessonfirst"):  # their demos carry the line
             return d.experience
         if m.group(1) in ("none", "lessonhidden"):
             return None
@@ -83,8 +85,8 @@ def reference_demos(src, tasks, max_turns: int):
 
 def lesson_demos(src, demos, cfg, max_turns: int, source: str = "lesson"):
     """The informed expert's games along each game's household lesson
-    (``source``: lesson or lessonseen, crl_jax/training/lesson_demos.py;
-    lessonhidden: lesson's games)."""
+    (``source``: lesson, lessonseen or lessonfirst, see
+    crl_jax/training/lesson_demos.py; lessonhidden: lesson's games)."""
     from crl_jax.training.lesson_demos import LessonBook, lesson_demo
     from crl_jax.training.tasks import household_split
 
@@ -107,7 +109,8 @@ def main(argv=None) -> int:
     lines = command.exp.split(",")
     if not all(_EXP.match(e) for e in lines):
         print(f"error: --exp={command.exp!r}: valid are none, own, peer, lesson, lessonseen, "
-              "lessonhidden, noisy:K, or several of them separated by commas", file=sys.stderr)
+              "lessonfirst, lessonhidden, noisy:K, or several of them separated by commas",
+              file=sys.stderr)
         return 2
     with built_run(command.cfg, "step_accuracy_") as run:
         r = run.cfg.rollout

@@ -1,6 +1,7 @@
 """The ``lessonseen`` guided source: the one home another game of the
 household shows, drawn by the households' own placement law (checked against
-the law's expected frequencies), played by the informed expert."""
+the law's expected frequencies), played by the informed expert; and
+``lessonfirst``, the true lesson cut to its first home."""
 import numpy as np
 import pytest
 
@@ -70,6 +71,15 @@ def test_lessonseen_demo_walks_to_the_seen_home_first():
         if lesson.homes[0].rsplit(" ", 1)[0] != game.params["parent_target"].lower():
             assert seen.actions[0] == f"go to {lesson.homes[0]}"
             checked += 1
+        # lessonfirst: the true lesson's first home alone, walked to first
+        first = lesson_demo(d, "lessonfirst", train.make, 30, book, np.random.default_rng(1))
+        true = parse_lesson(lesson_demo(d, "lesson", train.make, 30, book,
+                                        np.random.default_rng(1)).experience)
+        cut = parse_lesson(first.experience)
+        assert first.source == "lessonfirst" and len(true.homes) >= 2
+        assert cut.homes == true.homes[:1] and cut.room == true.room and cut.otype == true.otype
+        if cut.homes[0].rsplit(" ", 1)[0] != game.params["parent_target"].lower():
+            assert first.actions[0] == f"go to {cut.homes[0]}"
     assert checked
 
 
