@@ -19,8 +19,10 @@ that keep their votes through merges (experience.merger=lesson_votes);
 objects at a home four times in five (env.home_rate=0.8), the warm start
 on the preset's 32 households or on 200, the latter with the learned arms
 and their extractor taught on a wandering expert's episodes
-(warm_start.extractor_wanders) or writing greedily, and again with the
-actor also taught on lessons as one game shows them (lessonseen).
+(warm_start.extractor_wanders) or writing greedily, again with the
+actor also taught on lessons as one game shows them (lessonseen), and
+again with the walks its lessons name repeated in its warm start
+(warm_start.line_repeat=4).
 
 The ladder table is the oracle ladder's (guided / free success per window,
 actions, training success over every step against GRPO's, per seed); a
@@ -163,22 +165,24 @@ MANY = (Variant(f"{ORACLE}, home rate 0.8, 200 warm-start rooms", "oracle",
 # rule only: the learned arm waits for an oracle that pays here.
 BANK_FORM = ("warm_start.guided_source=lesson:1,lessonseen:1",)
 FORM = (*RATE, *MANY_ROOMS, *BANK_FORM)
-FORMS = (Variant(f"{ORACLE}, actor taught on one-game lessons", "oracle",
-                 ("controls.oracle_source=lesson", *FORM)),
-         Variant(f"{RULE}, actor taught on one-game lessons", "static_online",
-                 ("controls.lesson_reader=rule", *FORM)),
-         Variant("GRPO, actor taught on one-game lessons", "none", FORM))
+
+
+def controls(what: str, extra: tuple) -> tuple:
+    """The oracle lesson, the lessons read by rule and GRPO, each with
+    ``extra``, labelled ``what``: a regime's controls and the rule alone."""
+    return (Variant(f"{ORACLE}, {what}", "oracle", ("controls.oracle_source=lesson", *extra)),
+            Variant(f"{RULE}, {what}", "static_online", ("controls.lesson_reader=rule", *extra)),
+            Variant(f"GRPO, {what}", "none", extra))
+
+
+FORMS = controls("actor taught on one-game lessons", FORM)
 # The walks a guided demonstration's line names, repeated: on seed 2 the
 # true-lesson warm start above taught an actor that reads no line at all
 # (docs/FINDINGS.md, "Households: the warm-started actor reads a two-home
 # lesson"), and those walks are a few in a hundred of its samples.
 WALKS = ("warm_start.line_repeat=4",)
 READ = (*RATE, *MANY_ROOMS, *WALKS)
-READS = (Variant(f"{ORACLE}, lesson walks repeated", "oracle",
-                 ("controls.oracle_source=lesson", *READ)),
-         Variant(f"{RULE}, lesson walks repeated", "static_online",
-                 ("controls.lesson_reader=rule", *READ)),
-         Variant("GRPO, lesson walks repeated", "none", READ))
+READS = controls("lesson walks repeated", READ)
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),
