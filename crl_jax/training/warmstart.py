@@ -225,12 +225,16 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
                 views.append(prompts.TurnView(d.goal, d.observations[t],
                                               (hist + (miss,))[-history:], experience, listed,
                                               d.observations[0] if show_first_observation else ""))
-            if decision_repeat > 1 and is_decision(action):
-                views = views * decision_repeat
-            if line_repeat > 1 and experience is not None and line_states(experience, action):
-                views = views * line_repeat
+            views = views * _repeats(action, experience, decision_repeat, line_repeat)
             samples += [_compact_sample(tokenizer, view, obs_chars, action) for view in views]
     return samples
+
+
+def _repeats(action: str, line: str | None, decision_repeat: int, line_repeat: int) -> int:
+    """How many times a demonstration turn is taught: decision_repeat for a
+    decisive action, times line_repeat for a step the turn's line names."""
+    named = line is not None and line_states(line, action)
+    return (decision_repeat if is_decision(action) else 1) * (line_repeat if named else 1)
 
 
 def line_states(line: str, action: str) -> bool:
