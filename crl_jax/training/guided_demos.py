@@ -44,7 +44,8 @@ import numpy as np
 from crl_jax.envs.alfworld_expert import (STEP_PLACE, AlfWorldEnvExpert, kind_of, parse_seen,
                                           room_receptacles)
 from crl_jax.training.lesson_demos import LESSON_SOURCES, LessonBook, lesson_demo
-from crl_jax.training.warmstart import FOREIGN_SOURCES, Demo, plan_entry, play_expert
+from crl_jax.training.warmstart import (FOREIGN_SOURCES, Demo, plan_entry,
+                                       plan_steps, play_expert)
 
 _TAKE = re.compile(r"^take (.+?) from ")
 # Sources of a game's plan (or another game's); noisyK and the households'
@@ -79,12 +80,6 @@ def parse_mix(text: str) -> list[tuple[str, float]]:
 def noise_of(source: str) -> int:
     m = _SOURCE.match(source)
     return int(m.group(2)) if m and m.group(2) else 0
-
-
-def plan_steps(entry: str) -> list[str]:
-    """The steps of a plan entry "<goal>: step > step > ..."."""
-    _, _, steps = entry.partition(": ")
-    return [s.strip() for s in steps.split(" > ") if s.strip()]
 
 
 def corrupt_plan(entry: str, k: int, rng: np.random.Generator,

@@ -41,10 +41,10 @@ class WarmStartSpec:
     line_repeat: int = 1
     """Copies of each guided demonstration turn whose action is a step its
     line states (a walk to one of a lesson's homes, a step of a plan): the
-    turns where reading the line decides the action. They are a few in a
-    hundred of the samples, and on some seeds the tiny actor's warm start
-    never learnt to read its line (docs/FINDINGS.md, "Households: the
-    warm-started actor reads a two-home lesson"). 1: no copies."""
+    turns where reading the line decides the action. With them once, on
+    some seeds the tiny actor's warm start never learnt to read its line
+    (docs/FINDINGS.md, "Households: the warm-started actor reads a two-home
+    lesson"). 1: no copies."""
     # Share of unguided actor demos (and of extractor demos) that open with a
     # search-and-ask call and its answer: without it the tiny actor never
     # calls the tool (experience.search_and_ask stays inert).

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from crl_jax.envs.alfworld_lessons import lesson_steps
 from crl_jax.envs.registry import make_expert
 from crl_jax.rl import critic, prompts
 from crl_jax.rl.batch import Sample
@@ -233,15 +234,21 @@ def actor_sft_samples(demos: Sequence[Demo], tokenizer, history: int, rng: np.ra
 def _repeats(action: str, line: str | None, decision_repeat: int, line_repeat: int) -> int:
     """How many times a demonstration turn is taught: decision_repeat for a
     decisive action, times line_repeat for a step the turn's line names."""
-    named = line is not None and line_states(line, action)
+    named = line_repeat > 1 and line is not None and line_states(line, action)
     return (decision_repeat if is_decision(action) else 1) * (line_repeat if named else 1)
 
 
+def plan_steps(entry: str) -> list[str]:
+    """The steps of a plan entry "<goal>: step > step > ..." (plan_entry's form)."""
+    _, _, steps = entry.partition(": ")
+    return [s.strip() for s in steps.split(" > ") if s.strip()]
+
+
 def line_states(line: str, action: str) -> bool:
-    """Whether ``action`` is a step ``line`` states, in a plan ("goal: a > b")
-    or a lesson ("mug: go to countertop 2 > go to sinkbasin 1 (room: ...)")."""
-    body = line.split(": ", 1)[-1].split(" (room: ", 1)[0]
-    return action in body.split(" > ")
+    """Whether ``action`` is a step ``line`` states: a walk to one of a
+    lesson's homes ("mug: go to countertop 2 > go to sinkbasin 1 (room: ...)")
+    or a step of a plan ("goal: a > b")."""
+    return action in (lesson_steps(line) or plan_steps(line))
 
 
 def _compact_sample(tokenizer, view: prompts.TurnView, obs_chars: int, answer: str) -> Sample:

@@ -11,9 +11,9 @@ against the informed expert that reads it, crl_jax/training/lesson_demos.py),
 lessonseen (households only: the one home another game of the household
 shows, as a bank's lesson read from one episode states it, against the
 informed expert that reads it), lessonfirst (the true lesson cut to its
-first home, against the informed expert that reads it), lessonhidden (the states of --exp=lesson
-with no line in the prompt: the control of its "go, where the line says"
-row, the walks its lesson names, which no other line's states share), or
+first home, likewise), lessonhidden (the states of --exp=lesson with no
+line in the prompt: the control of its row "go, where the line says", the
+walks the lesson names), or
 several of them separated by commas (--exp=none,own,peer: one warm start
 built or loaded, one table per line). In
 ALFWorld the reference is the informed expert following the game's own plan
@@ -41,6 +41,7 @@ _EXP = re.compile(r"^(none|own|peer|lesson|lessonseen|lessonfirst|lessonhidden"
 def line_maker(exp: str, demos, seed: int = 0):
     """demo -> the experience line --exp asks for."""
     from crl_jax.training.guided_demos import corrupt_plan, plan_places
+    from crl_jax.training.lesson_demos import READ_SOURCES
     from crl_jax.training.warmstart import plan_entry
 
     m = _EXP.match(exp)
@@ -50,7 +51,7 @@ def line_maker(exp: str, demos, seed: int = 0):
         by_type.setdefault(d.task_type, []).append(d)
 
     def line(d):
-        if m.group(1) in ("lesson", "lessonseen", "lessonfirst"):  # their demos carry the line
+        if m.group(1) in READ_SOURCES:  # their demos carry the line
             return d.experience
         if m.group(1) in ("none", "lessonhidden"):
             return None
@@ -130,9 +131,12 @@ def main(argv=None) -> int:
             for src in sources:  # a mixture gets one table per environment
                 demos = reference_demos(src, src.tasks[:command.games], turns)
                 accepts = env_verdict(src.make)  # one environment for every line's states
+                played = {}  # lesson source -> its games (lessonhidden replays lesson's)
                 for exp in lines:
-                    shown = (lesson_demos(src, demos, run.cfg, turns, exp)
-                             if exp.startswith("lesson") else demos)
+                    source = "lesson" if exp == "lessonhidden" else exp
+                    if exp.startswith("lesson") and source not in played:
+                        played[source] = lesson_demos(src, demos, run.cfg, turns, source)
+                    shown = played.get(source, demos)
                     states = expert_views(shown, r.history, r.list_actions,
                                           r.show_first_observation, line_maker(exp, shown))
                     stats = step_accuracy(states, propose, accepts=accepts)

@@ -179,7 +179,7 @@ FORMS = controls("actor taught on one-game lessons", FORM)
 # The walks a guided demonstration's line names, repeated: on seed 2 the
 # true-lesson warm start above taught an actor that reads no line at all
 # (docs/FINDINGS.md, "Households: the warm-started actor reads a two-home
-# lesson"), and those walks are a few in a hundred of its samples.
+# lesson"), and they are the decisions reading its line decides.
 WALKS = ("warm_start.line_repeat=4",)
 READ = (*RATE, *MANY_ROOMS, *WALKS)
 READS = controls("lesson walks repeated", READ)

@@ -57,12 +57,14 @@ def test_counts_exact_and_accepted_per_verb():
 def test_the_walks_a_line_names_are_a_row_whether_or_not_the_prompt_shows_the_line():
     lesson = "cup: go to table 1 > go to shelf 2 (room: fridge 1, shelf 2, table 1)"
     guided = dataclasses.replace(_demo(), experience=lesson)
+
     def always_table(views):
         return ["go to table 1"] * len(views)
     shown = step_accuracy(expert_views([guided], 1, "none", False, lambda d: d.experience),
                           always_table)
     # of the two walks, the line names the one to the table (not the fridge)
-    assert (shown["go, where the line says"].states, shown["go, where the line says"].exact) == (1, 1)
+    read = shown["go, where the line says"]
+    assert (read.states, read.exact) == (1, 1)
     assert (shown["go"].states, shown["go"].exact) == (2, 1)
     hidden = step_accuracy(expert_views([guided], 1, "none", False), always_table)
     assert hidden["go, where the line says"].states == 1  # the same state, no line shown
