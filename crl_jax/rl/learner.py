@@ -79,11 +79,14 @@ class Learner:
         self.reset_optimizer(optim)
         self._lp = jax.jit(self._logprobs)
 
-    def reset_optimizer(self, optim: OptimConfig) -> None:
-        """A fresh optimizer (new moments) with these settings; steps recompile."""
+    def reset_optimizer(self, optim: OptimConfig, lr_schedule=None) -> None:
+        """A fresh optimizer (new moments) with these settings; steps recompile.
+        ``lr_schedule`` (an optax schedule: update count -> rate) replaces
+        ``optim.lr`` when given."""
         self.optim = optim
         chain = [optax.clip_by_global_norm(optim.grad_clip)] if optim.grad_clip > 0 else []
-        self.tx = optax.chain(*chain, optax.adamw(optim.lr, optim.b1, optim.b2, optim.eps,
+        lr = optim.lr if lr_schedule is None else lr_schedule
+        self.tx = optax.chain(*chain, optax.adamw(lr, optim.b1, optim.b2, optim.eps,
                                                   weight_decay=optim.weight_decay))
         self.opt_state = init_optimizer(self.tx, self.params, self.mesh)
         # One compiled program per micro-batch shape ([micro_batch, width], a

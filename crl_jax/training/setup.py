@@ -7,6 +7,7 @@ import os
 
 import jax
 import numpy as np
+import optax
 
 from crl_jax.training import warmstart
 from crl_jax.training.checkpointing import RunCheckpointer
@@ -95,8 +96,11 @@ WARM_SAVE_EVERY = 50  # SFT steps between saves of an unfinished warm start
 
 def supervised_warm_start(learner: Learner, samples, lr: float, steps: int, batch: int,
                           pad_id: int, rng: np.random.Generator, label: str,
-                          progress_dir: str | None = None, save_every: int | None = None) -> list:
+                          progress_dir: str | None = None, save_every: int | None = None,
+                          lr_end: float = 1.0) -> list:
     """A few SFT steps at a warm-start learning rate (then the RL rate is restored).
+    ``lr_end`` < 1: the rate falls along a cosine from ``lr`` to ``lr_end * lr``
+    at the last step; 1: a constant rate.
     Shows a progress bar with the loss and an ETA (the warm start takes
     minutes on a CPU) and writes the loss every 20 steps to the run's log.
 
@@ -109,7 +113,9 @@ def supervised_warm_start(learner: Learner, samples, lr: float, steps: int, batc
     if not samples or steps <= 0:
         return []
     rl_optim = learner.optim
-    learner.reset_optimizer(OptimConfig(**{**rl_optim.__dict__, "lr": lr, "micro_batch": batch}))
+    schedule = None if lr_end == 1.0 else optax.cosine_decay_schedule(lr, steps, alpha=lr_end)
+    learner.reset_optimizer(OptimConfig(**{**rl_optim.__dict__, "lr": lr, "micro_batch": batch}),
+                            schedule)
     losses, start, save_every = [], 0, save_every or WARM_SAVE_EVERY
     ckpt = RunCheckpointer(progress_dir, keep=1) if progress_dir else None
     try:

@@ -135,7 +135,7 @@ EXTRACTOR_ONLY_WARM_START = {"extractor_missteps": 0.0, "extractor_room_jitter":
 _ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0, ("actor", "attention_chunk"): 0,
                        ("extractor", "attention_chunk"): 0,
                        ("warm_start", "guided_contrast"): False,
-                       ("warm_start", "line_repeat"): 1,
+                       ("warm_start", "line_repeat"): 1, ("warm_start", "actor_lr_end"): 1.0,
                        **{("warm_start", k): v for k, v in EXTRACTOR_ONLY_WARM_START.items()}}
 
 

@@ -91,7 +91,8 @@ def _train_actor(cfg: RunConfig, demos, sources, actor: Learner, tok, out_dir: s
         line_repeat=ws.line_repeat, ask_fraction=ws.ask_fraction, judge_fraction=ws.judge_fraction)
     return setup.supervised_warm_start(actor, samples, ws.actor_lr, ws.actor_steps, ws.batch,
                                        tok.pad_id, rng, "actor",
-                                       progress_dir(out_dir, cache, "actor"))
+                                       progress_dir(out_dir, cache, "actor"),
+                                       lr_end=ws.actor_lr_end)
 
 
 def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok, out_dir: str,

@@ -130,6 +130,45 @@ def test_sft_step_lowers_the_loss_on_its_batch(setup):
     assert losses[-1] < 0.7 * losses[0]
 
 
+def test_learning_rate_schedule_replaces_the_constant_rate(setup):
+    # A schedule that is zero after the first update: the first step moves
+    # the weights, the second leaves them exactly where they were.
+    _, tok, model = setup
+    learner = Learner(model, OptimConfig(lr=3e-3, micro_batch=4), donate=False)
+    learner.reset_optimizer(learner.optim, lambda count: jnp.where(count < 1, 3e-3, 0.0))
+    packed = pack_samples(_batch(tok.vocab_size, np.random.default_rng(1), n=4), tok.pad_id, 4)
+    start = jax.tree.map(np.asarray, learner.params)
+    learner.sft_step(packed)
+    first = jax.tree.map(np.asarray, learner.params)
+    learner.sft_step(packed)
+    assert any(not np.array_equal(a, b) for a, b in
+               zip(jax.tree.leaves(start), jax.tree.leaves(first)))
+    assert all(np.array_equal(a, np.asarray(b)) for a, b in
+               zip(jax.tree.leaves(first), jax.tree.leaves(learner.params)))
+
+
+def test_warm_start_rate_falls_along_a_cosine_to_its_end_fraction(setup, monkeypatch):
+    from crl_jax.training import setup as run_setup
+    _, tok, model = setup
+    learner, seen = Learner(model, OptimConfig(lr=1e-6, micro_batch=4)), []
+    real = learner.reset_optimizer
+    monkeypatch.setattr(learner, "reset_optimizer",
+                        lambda optim, schedule=None: (seen.append(schedule), real(optim, schedule)))
+    samples = _batch(tok.vocab_size, np.random.default_rng(1), n=4)
+    run_setup.supervised_warm_start(learner, samples, 2e-3, 10, 4, tok.pad_id,
+                                    np.random.default_rng(0), "test", lr_end=0.1)
+    schedule = seen[0]
+    # Hand-computed: lr * (end + (1 - end) * (1 + cos(pi * t / T)) / 2).
+    assert float(schedule(0)) == pytest.approx(2e-3)
+    assert float(schedule(5)) == pytest.approx(2e-3 * 0.55)
+    assert float(schedule(10)) == pytest.approx(2e-4)
+    assert seen[1] is None and learner.optim.lr == 1e-6  # the RL rate, constant, restored
+    seen.clear()
+    run_setup.supervised_warm_start(learner, samples, 2e-3, 2, 4, tok.pad_id,
+                                    np.random.default_rng(0), "test")
+    assert seen == [None, None]  # lr_end 1: the constant rate, as before
+
+
 def test_undonated_learner_leaves_a_concurrent_samplers_weights_alive(setup):
     # The extractor is sampled (consolidation thread) while it trains (its own
     # thread): its learner must not donate the parameters the sampler holds.
