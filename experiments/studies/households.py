@@ -183,6 +183,11 @@ FORMS = controls("actor taught on one-game lessons", FORM)
 WALKS = ("warm_start.line_repeat=4",)
 READ = (*RATE, *MANY_ROOMS, *WALKS)
 READS = controls("lesson walks repeated", READ)
+# ... and the actor's warm-start rate decayed along a cosine to a tenth: at
+# a constant rate seed 2's warm start ended with its loss still swinging
+# and read its line a little (docs/FINDINGS.md, "Households: with its lesson
+# walks repeated ...").
+DECAYED = controls("lesson walks repeated, rate decayed", (*READ, "warm_start.actor_lr_end=0.1"))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),
@@ -190,7 +195,9 @@ GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (KEPT, "votes kept"), (HIGH, "home rate 0.8"),
           (MANY, "home rate 0.8, 200 warm-start households"),
           (FORMS, "home rate 0.8, 200 warm-start households, one-game lessons taught"),
-          (READS, "home rate 0.8, 200 warm-start households, lesson walks repeated"))
+          (READS, "home rate 0.8, 200 warm-start households, lesson walks repeated"),
+          (DECAYED, "home rate 0.8, 200 warm-start households, lesson walks repeated, "
+                    "warm-start rate decayed"))
 
 
 def arms(budget: str) -> list:
