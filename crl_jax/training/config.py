@@ -218,6 +218,13 @@ class TrainSpec:
     # runs do (ALFWorld: 128 steps x 16 tasks over 1,466 tasks, ~11 rollouts
     # of each), and lets the experience bank serve the tasks it was built on.
     task_pool: int = 0
+    step_seeded_draws: bool = False
+    """Each step's tasks drawn by a generator seeded by (train.seed, step) alone,
+    so runs of one seed that differ in their arm train on the same games at
+    every step, and an arm's difference from its baseline is paired step by
+    step. False: drawn by the run's one generator, which also shuffles the
+    mini-batches (the number of samples moves it), so arms part after their
+    first step and each step's success also differs by the games drawn."""
     pool_disjoint: bool = False
     """Draw the RL pool (train.task_pool) first and the warm start's demonstrations
     from the other training tasks, so RL meets games the actor never imitated."""

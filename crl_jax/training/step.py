@@ -74,9 +74,11 @@ def play_training_batch(run: Run, state: RunState) -> tuple[list[Episode], dict]
     guided_k = int(round(t.group_size * cfg.experience.guided_fraction)) if run.use_experience else 0
     tools = run.manager is not None and cfg.experience.search_and_ask
     episodes, tokens, sampling_s = [], 0, 0.0
-    for src in run.rl_sources:
-        picks = state.rng.choice(len(src.tasks), size=min(t.tasks_per_step, len(src.tasks)),
-                                 replace=False)
+    for index, src in enumerate(run.rl_sources):
+        draw = (np.random.default_rng((t.seed, state.step, index)) if t.step_seeded_draws
+                else state.rng)
+        picks = draw.choice(len(src.tasks), size=min(t.tasks_per_step, len(src.tasks)),
+                            replace=False)
         tasks = [src.tasks[i] for i in picks for _ in range(t.group_size)]
         guided = [k < guided_k for _ in picks for k in range(t.group_size)]
         episodes += run.engine.play(

@@ -186,8 +186,13 @@ READS = controls("lesson walks repeated", READ)
 # ... and the actor's warm-start rate decayed along a cosine to a tenth: at
 # a constant rate seed 2's warm start ended with its loss still swinging
 # and read its line a little (docs/FINDINGS.md, "Households: with its lesson
-# walks repeated ...").
-DECAYED = controls("lesson walks repeated, rate decayed", (*READ, "warm_start.actor_lr_end=0.1"))
+# walks repeated ..."). Each step's games drawn by the seed and step alone
+# (train.step_seeded_draws), so the oracle and GRPO of a seed play the same
+# games at every step: with the run's one generator they part after the
+# first step, and which four games a step draws moved its success from 0 to
+# 0.6.
+DECAYED = controls("lesson walks repeated, rate decayed",
+                   (*READ, "warm_start.actor_lr_end=0.1", "train.step_seeded_draws=true"))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),
