@@ -41,12 +41,28 @@ def differences(runs: dict, reference: dict, key: str = "train/success") -> dict
     return {s: whole_run(runs[s], key) - whole_run(reference[s]) for s in seeds}
 
 
+def step_differences(runs: dict, reference: dict) -> list[float]:
+    """The arm's training success minus the reference's at the same RL step,
+    over every step both recorded, seed after seed. Runs that draw their
+    games by seed and step (train.step_seeded_draws) play the same games at
+    each step, so these differences leave out which games a step drew."""
+    out = []
+    for seed in sorted(set(runs) & set(reference)):
+        ref = {r["step"]: r["train/success"] for r in reference[seed]
+               if r["step"] > 0 and "train/success" in r}
+        out += [r["train/success"] - ref[r["step"]] for r in sorted(runs[seed],
+                                                                   key=lambda r: r["step"])
+                if r["step"] in ref and "train/success" in r]
+    return out
+
+
 def _pairs(runs: dict, reference: dict) -> tuple[list[float], ...]:
-    """(arm - GRPO, GRPO, guided - GRPO, free - GRPO) over the seeds both ran."""
+    """(arm - GRPO, GRPO, guided - GRPO, free - GRPO, arm - GRPO per step)
+    over the seeds both ran."""
     total, guided, free = (list(differences(runs, reference, key).values()) for key in
                            ("train/success", "train/success_guided", "train/success_free"))
     grpo = [whole_run(reference[s]) for s in sorted(set(runs) & set(reference))]
-    return total, grpo, guided, free
+    return total, grpo, guided, free, step_differences(runs, reference)
 
 
 def seeds_needed(spread: float, margin: float) -> float:
@@ -67,20 +83,23 @@ def _mean_cell(diffs: Sequence[float]) -> str:
 
 
 def row(label: str, diffs: Sequence[float], grpo: Sequence[float],
-        guided: Sequence[float] = (), free: Sequence[float] = ()) -> list[str]:
+        guided: Sequence[float] = (), free: Sequence[float] = (),
+        steps: Sequence[float] = ()) -> list[str]:
     """[label, pairs, differences, mean (sd), seeds for its own mean, seeds
-    for a 1.2x margin, guided - GRPO, free - GRPO]; ``grpo`` are the
-    reference's whole-run successes, ``guided`` and ``free`` the arm's
-    guided and free episodes' differences to them (nan without any)."""
+    for a 1.2x margin, guided - GRPO, free - GRPO, per-step sd]; ``grpo`` are
+    the reference's whole-run successes, ``guided`` and ``free`` the arm's
+    guided and free episodes' differences to them (nan without any),
+    ``steps`` the step-by-step differences (step_differences)."""
     d = np.asarray(diffs, float)
     if len(d) == 0:
-        return [label, "0", "-", "-", "-", "-", "-", "-"]
+        return [label, "0", "-", "-", "-", "-", "-", "-", "-"]
     m = float(d.mean())
     s = float(d.std(ddof=1)) if len(d) > 1 else float("nan")
     base = float(np.mean(grpo)) if len(grpo) else float("nan")
     return [label, str(len(d)), ", ".join(_signed(v) for v in d),
             f"{_signed(m)} ({'-' if s != s else fmt(s)})", _count(seeds_needed(s, m)),
-            _count(seeds_needed(s, MARGIN * base)), _mean_cell(guided), _mean_cell(free)]
+            _count(seeds_needed(s, MARGIN * base)), _mean_cell(guided), _mean_cell(free),
+            fmt(float(np.std(steps, ddof=1))) if len(steps) > 1 else "-"]
 
 
 def _count(n: float) -> str:
@@ -90,7 +109,7 @@ def _count(n: float) -> str:
 def table(groups: Sequence[tuple[str, dict, dict]], pooled: dict[str, str]) -> dict:
     """``groups``: (row label, {seed: rows} of the arm, of its GRPO) per arm;
     ``pooled``: {row label: substring of the arm labels it pools}."""
-    rows, pools = [], {name: ([], [], [], []) for name in pooled}
+    rows, pools = [], {name: ([], [], [], [], []) for name in pooled}
     for label, runs, reference in groups:
         parts = _pairs(runs, reference)
         rows.append(row(label, *parts))
@@ -104,9 +123,11 @@ def table(groups: Sequence[tuple[str, dict, dict]], pooled: dict[str, str]) -> d
                        "the seeds at which that mean would lie two standard errors from zero; "
                        f"and the seeds a margin of {MARGIN:g} of GRPO's success (the bars' 1.2x) "
                        "would need at that spread; the arm's guided and free episodes minus "
-                       "GRPO's episodes, seed mean (per seed). Pooled rows take every pair of "
-                       "their kind over the groups.",
+                       "GRPO's episodes, seed mean (per seed); the standard deviation of the "
+                       "arm's step-by-step difference from GRPO (arms that draw each step's "
+                       "games by seed and step play the same games as their GRPO). Pooled "
+                       "rows take every pair of their kind over the groups.",
             "columns": ["arm", "pairs", "arm - GRPO per seed", "mean (sd)",
                         "seeds for its mean", "seeds for 1.2x", "guided - GRPO",
-                        "free - GRPO"],
+                        "free - GRPO", "per-step sd"],
             "rows": rows}

@@ -51,12 +51,21 @@ def test_table_rows_and_pools():
     # 1.2x of GRPO's mean 0.20 is a margin of 0.04
     assert rows["Oracle (a)"][5] == str(math.ceil((2 * s / 0.04) ** 2))
     # guided 0.2, 0.2, 0.5 and free 0.1, 0.1, 0.3 against GRPO's 0.1, 0.2, 0.3
-    assert rows["Oracle (a)"][6:] == ["+0.10 (+0.10, +0.00, +0.20)",
-                                      "-0.03 (+0.00, -0.10, +0.00)"]
+    assert rows["Oracle (a)"][6:8] == ["+0.10 (+0.10, +0.00, +0.20)",
+                                       "-0.03 (+0.00, -0.10, +0.00)"]
+    # one step a seed: the step differences are the seeds' (sd as above)
+    assert rows["Oracle (a)"][8] == f"{s:.2f}"
     # one pair: no spread, so no seed counts; no guided or free episodes recorded
-    assert rows["Oracle (b)"][1:] == ["1", "+0.00", "+0.00 (-)", "-", "-", "-", "-"]
+    assert rows["Oracle (b)"][1:] == ["1", "+0.00", "+0.00 (-)", "-", "-", "-", "-", "-"]
     # the pool takes both oracle rows' four pairs, not the other arm's
     pool = rows["every oracle"]
     assert pool[1] == "4" and pool[2] == "+0.05, -0.05, +0.10, +0.00"
     assert pool[6] == rows["Oracle (a)"][6]  # oracle (b) recorded no guided episodes
-    assert seed_pairs.table([("Empty", {}, grpo)], {})["rows"][0][1:] == ["0"] + ["-"] * 6
+    assert seed_pairs.table([("Empty", {}, grpo)], {})["rows"][0][1:] == ["0"] + ["-"] * 7
+
+
+def test_step_differences_pair_steps_both_recorded():
+    arm = {0: _run(0.5, 0.25, 0.5), 1: _run(0.0, 0.75)}
+    grpo = {0: _run(0.25, 0.25), 1: _run(0.5, 0.5), 2: _run(0.1)}
+    # seed 0: steps 1-2 (its step 3 has no GRPO step); seed 1: both; seed 2 no arm
+    assert seed_pairs.step_differences(arm, grpo) == [0.25, 0.0, -0.5, 0.25]
