@@ -186,7 +186,7 @@ READS = controls("lesson walks repeated", READ)
 # ... and the actor's warm-start rate decayed along a cosine to a tenth: at
 # a constant rate seed 2's warm start ended with its loss still swinging
 # and read its line a little (docs/FINDINGS.md, "Households: with its lesson
-# walks repeated ..."). Each step's games drawn by the seed and step alone
+# walks repeated"). Each step's games drawn by the seed and step alone
 # (train.step_seeded_draws), so the oracle and GRPO of a seed play the same
 # games at every step: with the run's one generator they part after the
 # first step, and which four games a step draws moved its success from 0 to
