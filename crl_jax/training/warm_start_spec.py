@@ -14,9 +14,8 @@ class WarmStartSpec:
     """Learning rate of the actor's supervised warm start."""
     actor_lr_end: float = 1.0
     """The actor's warm-start rate falls along a cosine from actor_lr to this
-    fraction of it at the last step. At a constant rate the last weights
-    carry the noise of the last batches (the loss still swings 0.1-0.4 at
-    step 1200 on the households preset). 1: a constant rate."""
+    fraction of it at the last step: at a constant rate the last weights
+    carry the noise of the last batches. 1: a constant rate."""
     extractor_steps: int = 40
     """Supervised steps of the extractor's warm start."""
     extractor_lr: float = 3e-3

@@ -41,6 +41,11 @@ def differences(runs: dict, reference: dict, key: str = "train/success") -> dict
     return {s: whole_run(runs[s], key) - whole_run(reference[s]) for s in seeds}
 
 
+def _by_step(rows) -> dict[int, float]:
+    """{RL step: training success} (step 0, the warm start's evaluation, has none)."""
+    return {r["step"]: r["train/success"] for r in rows if r["step"] > 0 and "train/success" in r}
+
+
 def step_differences(runs: dict, reference: dict) -> list[float]:
     """The arm's training success minus the reference's at the same RL step,
     over every step both recorded, seed after seed. Runs that draw their
@@ -48,11 +53,8 @@ def step_differences(runs: dict, reference: dict) -> list[float]:
     each step, so these differences leave out which games a step drew."""
     out = []
     for seed in sorted(set(runs) & set(reference)):
-        ref = {r["step"]: r["train/success"] for r in reference[seed]
-               if r["step"] > 0 and "train/success" in r}
-        out += [r["train/success"] - ref[r["step"]] for r in sorted(runs[seed],
-                                                                   key=lambda r: r["step"])
-                if r["step"] in ref and "train/success" in r]
+        arm, ref = _by_step(runs[seed]), _by_step(reference[seed])
+        out += [arm[step] - ref[step] for step in sorted(arm.keys() & ref.keys())]
     return out
 
 

@@ -13,10 +13,8 @@ from experiments.configs import load_preset
 class _Engine:
     """Records the tasks it is asked to play and plays none."""
 
-    sampling_stats = {"tokens": 0, "seconds": 0.0}
-
     def __init__(self):
-        self.played = []
+        self.played, self.sampling_stats = [], {"tokens": 0, "seconds": 0.0}
 
     def play(self, envs, tasks, guided, retriever, seed, ask=None, judge=None):
         self.played.append(list(tasks))
