@@ -47,6 +47,13 @@ FETCH_WALK = "go, to fetch"
 LINE_WALK = "go, where the line says"
 
 MISSES_KEPT = 3  # examples of wrong proposals kept per row: what the actor writes instead
+# Where a missed walk the line names went instead, in the order checked: a
+# reader that follows the line's other home first, one drawn to the place
+# the goal names (the destination before the object is in hand), one that
+# returns where it has been, or anywhere else.
+MISS_KINDS = ("another home the line names", "a place the goal names", "a place already visited",
+              "elsewhere", "no walk")
+_WALK = re.compile(r"^go to ([a-z]+) \d+$")
 
 
 class ExpertState(NamedTuple):
@@ -66,11 +73,29 @@ class VerbAccuracy:
     # Item-id rows: summed share of the id's characters the proposal has in
     # place. "accepted" is all or nothing; this shows how far copying got.
     id_chars: float = 0.0
+    # LINE_WALK's row: its misses counted by where they went (MISS_KINDS).
+    miss_kinds: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     def as_dict(self) -> dict:
         n = max(self.states, 1)
         return {"states": self.states, "exact": self.exact / n, "accepted": self.accepted / n,
-                "id_chars": self.id_chars / n, "misses": [list(m) for m in self.misses]}
+                "id_chars": self.id_chars / n, "misses": [list(m) for m in self.misses],
+                "miss_kinds": dict(self.miss_kinds)}
+
+
+def miss_kind(state: ExpertState, line: str, proposal: str | None) -> str:
+    """Where a proposal that missed a walk ``line`` names went (MISS_KINDS)."""
+    got = (proposal or "").strip()
+    walk = _WALK.match(got)
+    if walk is None:
+        return MISS_KINDS[4]
+    if line_states(line, got):
+        return MISS_KINDS[0]
+    if re.search(rf"\b{walk.group(1)}\b", state.view.goal):
+        return MISS_KINDS[1]
+    if got in state.demo.actions[:state.turn]:
+        return MISS_KINDS[2]
+    return MISS_KINDS[3]
 
 
 def decision_kind(action: str) -> str:
@@ -175,6 +200,8 @@ def step_accuracy(states: Sequence[ExpertState],
                 s.accepted += ok
                 if not right and len(s.misses) < MISSES_KEPT:
                     s.misses.append((state.action, got))
+                if not right and key == LINE_WALK:
+                    s.miss_kinds[miss_kind(state, line, got)] += 1
     return dict(stats)
 
 
@@ -192,4 +219,8 @@ def format_report(stats: dict[str, VerbAccuracy]) -> str:
         rows.append("\nfirst misses (expert -> proposal):")
         rows += [f"- {k}: " + "; ".join(f"{gold} -> {got}" for gold, got in stats[k].misses)
                  for k in shown]
+    kinds = stats[LINE_WALK].miss_kinds if LINE_WALK in stats else None
+    if kinds:
+        rows.append(f"\nwhere the misses of \"{LINE_WALK}\" went: "
+                    + ", ".join(f"{k} {kinds[k]}" for k in MISS_KINDS if kinds[k]))
     return "\n".join(rows)

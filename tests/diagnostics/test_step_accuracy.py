@@ -72,6 +72,28 @@ def test_the_walks_a_line_names_are_a_row_whether_or_not_the_prompt_shows_the_li
                                                           always_table)
 
 
+def test_missed_walks_the_line_names_are_counted_by_where_they_went():
+    lesson = "cup: go to table 1 > go to shelf 2 (room: fridge 1, shelf 2, sink 1, table 1)"
+    actions = ["go to sink 1", "go to table 1", "go to shelf 2", "take cup 1 from shelf 2",
+               "go to fridge 1", "move cup 1 to fridge 1"]
+    demos = [Demo("alfworld", i, "put a cup in fridge", [f"o{t}" for t in range(7)], actions, True,
+                  experience=lesson) for i in range(4)]
+    states = expert_views(demos, 1, "none", False, lambda d: d.experience)
+    # per (demo, turn) of the line's walks (turns 1 and 2); every other state right
+    wrong = {(0, 1): "go to fridge 1", (0, 2): "go to sink 1", (1, 1): "go to shelf 2",
+             (1, 2): "take cup 1 from shelf 2", (2, 1): "go to drawer 3", (2, 2): None}
+    by_view = {id(s.view): wrong.get((s.demo.task, s.turn), s.action) for s in states}
+    stats = step_accuracy(states, lambda views: [by_view[id(v)] for v in views])
+    read = stats["go, where the line says"]
+    assert (read.states, read.exact) == (8, 2)  # demo 3 reads both walks
+    assert read.miss_kinds == {"a place the goal names": 1, "a place already visited": 1,
+                               "another home the line names": 1, "no walk": 2, "elsewhere": 1}
+    assert "go, to fetch" in stats and not stats["go, to fetch"].miss_kinds  # only the line's row
+    assert ('where the misses of "go, where the line says" went: another home the line names 1, '
+            "a place the goal names 1, a place already visited 1, elsewhere 1, no walk 2"
+            ) in format_report(stats)
+
+
 def test_bad_inputs_are_rejected():
     states = expert_views([_demo()], 1, "none", False)
     with pytest.raises(ValueError, match="propose returned"):
