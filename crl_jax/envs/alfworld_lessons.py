@@ -100,6 +100,11 @@ def true_lesson(household: Household, otype: str) -> Lesson:
     return Lesson(otype.lower(), household.signature, tuple(household.home_names(otype)))
 
 
+def first_home(lesson: Lesson) -> Lesson:
+    """``lesson`` naming its first home alone (the form one episode supports)."""
+    return dataclasses.replace(lesson, homes=lesson.homes[:1])
+
+
 def lesson_steps(lesson: Lesson | str, parent: str = "") -> list[str]:
     """The informed expert's plan for a lesson: look at its homes in order
     ("go to countertop 2", "go to sinkbasin 1"), except those of the goal's

@@ -20,10 +20,12 @@ class ControlSpec:
 
     oracle_noise: int = 0
     """experience.mode=oracle: wrong steps in each plan the oracle returns."""
-    oracle_source: Literal["own", "peer", "lesson"] = "own"
+    oracle_source: Literal["own", "peer", "lesson", "lessonfirst"] = "own"
     """experience.mode=oracle: the episode's own game's plan, another game's
     (a null for the experience line), or (env.households) the household's
-    true lesson for the goal's object type."""
+    true lesson for the goal's object type: all its homes (lesson) or its
+    first home alone (lessonfirst, the form warm_start.guided_source=lessonfirst
+    teaches and a lesson read from one episode has)."""
     critic: Literal["actor", "goal"] = "actor"
     """experience.actor_critic: who judges each retrieved entry. actor: the
     actor itself (the method, paper App. B); goal: an entry is accepted

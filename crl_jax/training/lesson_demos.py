@@ -40,8 +40,8 @@ import numpy as np
 
 from crl_jax.envs.alfworld_expert import PICK, AlfWorldEnvExpert, kind_of
 from crl_jax.envs.alfworld_households import household_game, household_index
-from crl_jax.envs.alfworld_lessons import (Lesson, lesson_steps, parse_lesson, read_homes, room_of,
-                                           true_lesson)
+from crl_jax.envs.alfworld_lessons import (Lesson, first_home, lesson_steps, parse_lesson,
+                                           read_homes, room_of, true_lesson)
 from crl_jax.rl.batch import Sample
 from crl_jax.training.warmstart import (Demo, demo_extractor_prompt, extractor_response,
                                        play_expert, with_missteps)
@@ -91,8 +91,7 @@ class LessonBook:
 
     def first(self, record) -> Lesson:
         """The true lesson naming its first home alone."""
-        lesson = self.true(record)
-        return dataclasses.replace(lesson, homes=lesson.homes[:1])
+        return first_home(self.true(record))
 
     def peer(self, record, rng: np.random.Generator) -> Lesson:
         own = household_index(record.id)

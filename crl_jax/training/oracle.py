@@ -3,7 +3,7 @@
 Retrieval returns the expert's plan of the episode's own game (training pool
 and evaluation games alike), made wrong in ``controls.oracle_noise`` steps,
 or (``controls.oracle_source=lesson``, households) the household's true
-lesson for the goal's object type; there is no extractor and no bank. It measures the best that experience of
+lesson for the goal's object type (``lessonfirst``: its first home alone); there is no extractor and no bank. It measures the best that experience of
 this form could do for the actor, and how good an entry must be to pay:
 against it, Comp. RL's bank can only be as useful as its entries are close
 to these.
@@ -71,21 +71,25 @@ def oracle_entries(cfg, sources: dict) -> dict[str, dict]:
     out = {}
     for split, srcs in sources.items():
         limit = None if split == "train" else cfg.env.num_eval_tasks
-        if cfg.controls.oracle_source == "lesson":
-            out[split] = oracle_lessons(srcs, household_split(cfg), limit)
+        if cfg.controls.oracle_source in ("lesson", "lessonfirst"):
+            out[split] = oracle_lessons(srcs, household_split(cfg), limit,
+                                        first=cfg.controls.oracle_source == "lessonfirst")
         else:
             out[split] = oracle_plans(srcs, noise, episode_cap(cfg), seed, limit,
                                       peer=cfg.controls.oracle_source == "peer")
     return out
 
 
-def oracle_lessons(sources, split, limit: int | None = None) -> dict[tuple[str, object], str]:
+def oracle_lessons(sources, split, limit: int | None = None,
+                   first: bool = False) -> dict[tuple[str, object], str]:
     """{(environment, task): the true lesson of the game's household for its
-    goal's object type} (crl_jax/envs/alfworld_lessons.py)."""
+    goal's object type} (crl_jax/envs/alfworld_lessons.py); ``first``: the
+    lesson cut to its first home, as LessonBook.first cuts it."""
     from crl_jax.envs.alfworld_households import household_index
-    from crl_jax.envs.alfworld_lessons import true_lesson
+    from crl_jax.envs.alfworld_lessons import first_home, true_lesson
     if split is None:
-        raise ValueError("controls.oracle_source=lesson needs households (env.households > 0)")
+        raise ValueError("controls.oracle_source=lesson and lessonfirst need households "
+                         "(env.households > 0)")
     members = {h.index: h for h in split.members()}
     lessons = {}
     for src in sources:
@@ -93,8 +97,8 @@ def oracle_lessons(sources, split, limit: int | None = None) -> dict[tuple[str, 
         for task in (src.tasks[:limit] if limit else src.tasks):
             record = env.games[task]
             household = members[household_index(record.id)]
-            lessons[(src.env_name, task)] = true_lesson(
-                household, record.params["object_target"]).text
+            lesson = true_lesson(household, record.params["object_target"])
+            lessons[(src.env_name, task)] = (first_home(lesson) if first else lesson).text
         env.close()
     return lessons
 

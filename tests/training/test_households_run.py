@@ -81,19 +81,26 @@ def test_pool_warm_start_and_held_out_games_come_from_their_households(cfg):
     assert {household_index(g.id) for g in unseen.games} == {members[6].index}
 
 
-def test_the_oracle_lesson_is_each_games_households_truth_per_split(cfg):
-    cfg = apply_overrides(cfg, ["experience.mode=oracle", "controls.oracle_source=lesson"])
+@pytest.mark.parametrize("source", ["lesson", "lessonfirst"])
+def test_the_oracle_lesson_is_each_games_households_truth_per_split(cfg, source):
+    cfg = apply_overrides(cfg, ["experience.mode=oracle", f"controls.oracle_source={source}"])
     members = {h.index: h for h in household_split(cfg).members()}
     sources = {"train": [task_pool(cfg, task_sources(cfg, "generated", None)[0])],
                "eval": task_sources(cfg, "generated_eval", 8),
                "unseen": task_sources(cfg, "generated_unseen", 8)}
     tables = oracle_entries(cfg, sources)
+    longest = 0
     for split, srcs in sources.items():
         env = srcs[0].make()
         for task in srcs[0].tasks[:8]:
             game = env.games[task]
             want = true_lesson(members[household_index(game.id)], game.params["object_target"])
-            assert tables[split][("alfworld", task)] == want.text
+            got = parse_lesson(tables[split][("alfworld", task)])
+            # lessonfirst: the true lesson's first home alone, its type and room kept
+            assert got.homes == (want.homes[:1] if source == "lessonfirst" else want.homes)
+            assert (got.otype, got.room) == (want.otype, want.room) and want.homes
+            longest = max(longest, len(want.homes))
+    assert longest >= 2  # so lessonfirst's cut is tested on lessons it shortens
     # task ids of different splits overlap (both start at 0): the tables do not mix them
     assert tables["train"].keys() & tables["eval"].keys()
 
