@@ -169,8 +169,9 @@ def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
                            temperature, cfg.train.seed, frozen=frozen, top_p=x.extractor_top_p,
                            max_prompt_tokens=x.extractor_max_prompt_tokens)
     merger = {"extractor": agent.merge, "dedup": setup.dedup_merger,
-              "lessons": merge_lessons,
-              "lesson_votes": functools.partial(merge_lessons, carry_votes=True)}[cfg.experience.merger]
+              "lessons": functools.partial(merge_lessons, keep=x.lesson_homes),
+              "lesson_votes": functools.partial(merge_lessons, keep=x.lesson_homes,
+                                                carry_votes=True)}[x.merger]
     reader = agent
     if cfg.controls.lesson_reader == "rule":  # a control: lessons read by rule
         from crl_jax.training.lesson_controls import RuleLessonReader

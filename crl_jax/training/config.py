@@ -110,6 +110,10 @@ class ExperienceSpec(ExperienceModeProperties):
     (households) lessons of one type and room combined by their homes' votes;
     lesson_votes keeps the votes in the merged lesson, so it states every
     merged episode's evidence (alfworld_lessons.merge_lessons)."""
+    lesson_homes: int = 2
+    """merger lessons / lesson_votes: the homes a merged lesson keeps, most
+    voted first (1: the one-home form warm_start.guided_source=lessonfirst
+    teaches)."""
     search_and_ask: bool = False
     """The actor may ask the bank mid-episode; the extractor rewrites the best hit."""
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training
@@ -326,6 +330,8 @@ class RunConfig:
             raise ValueError("experience.trajectory_obs_chars must be >= 0 (0 = whole observations)")
         if not 0.0 <= self.experience.guided_fraction <= 1.0:
             raise ValueError("experience.guided_fraction must be in [0, 1]")
+        if self.experience.lesson_homes < 1:
+            raise ValueError("experience.lesson_homes must be >= 1 (a lesson names a home)")
         from crl_jax.training.guided_demos import parse_mix
         parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
         if not self.warm_start.extractor_writes_room and (

@@ -205,8 +205,17 @@ DECAYED_FORTY = controls("lesson walks repeated, rate decayed, 40 steps",
 # under every two-home recipe tried, and read one-home lessons 0.82
 # (docs/FINDINGS.md, "Households: seed 2's actor reads its line less"). One
 # home is also the form a lesson read from one episode has.
+# The bank's arms merge to one home too (experience.lesson_homes=1), the
+# form the actor reads, and the learned extractor writes greedily (right
+# more often than sampled: "Households: the extractor reads the expert's
+# episodes").
 FIRST_READ = (*DECAYED_READ, "warm_start.guided_source=lessonfirst")
-FIRST = controls("one-home lessons taught and shown", FIRST_READ, oracle="lessonfirst")
+ONE_HOME = (*FIRST_READ, "experience.lesson_homes=1")
+_FIRST = "one-home lessons taught and shown"
+FIRST = (controls(_FIRST, FIRST_READ, oracle="lessonfirst")[0],
+         Variant(f"{RULE}, {_FIRST}", "static_online", ("controls.lesson_reader=rule", *ONE_HOME)),
+         Variant(f"{COMP}, greedy extractor, {_FIRST}", extra=(*ONE_HOME, *GREEDY)),
+         controls(_FIRST, FIRST_READ)[-1])
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),

@@ -126,6 +126,9 @@ def test_merge_combines_one_type_and_room_by_votes():
     tie = [Lesson("egg", ROOM, ("fridge 1",)).text, Lesson("egg", ROOM, ("cabinet 1",)).text]
     assert merge_lessons(tie) == [Lesson("egg", ROOM, ("fridge 1", "cabinet 1")).text]
     assert merge_lessons(texts[3:4]) == texts[3:4]
+    # experience.lesson_homes=1: the merged lesson keeps its most-voted home alone
+    assert merge_lessons(texts, keep=1)[0] == Lesson("apple", ROOM, ("countertop 1",)).text
+    assert merge_lessons(tie, keep=1) == [Lesson("egg", ROOM, ("fridge 1",)).text]
 
 
 def test_a_merge_that_carries_votes_states_every_merged_episodes_evidence():

@@ -47,6 +47,7 @@ def test_overrides_parse_each_type(alfworld):
     ("train.group_size=1", ["group_size must be >= 2"]),  # the schema's own checks
     ("warm_start.line_repeat=0", ["warm_start.line_repeat must be >= 1"]),
     ("warm_start.actor_lr_end=0", ["warm_start.actor_lr_end must be in (0, 1]"]),
+    ("experience.lesson_homes=0", ["experience.lesson_homes must be >= 1"]),
     ("steps", ["section.key=value"]),
 ])
 def test_bad_overrides_say_what_is_valid(alfworld, override, words):
