@@ -3,7 +3,8 @@
 Retrieval returns the expert's plan of the episode's own game (training pool
 and evaluation games alike), made wrong in ``controls.oracle_noise`` steps,
 or (``controls.oracle_source=lesson``, households) the household's true
-lesson for the goal's object type (``lessonfirst``: its first home alone); there is no extractor and no bank. It measures the best that experience of
+lesson for the goal's object type (``lessonfirst``: its first home alone);
+there is no extractor and no bank. It measures the best that experience of
 this form could do for the actor, and how good an entry must be to pay:
 against it, Comp. RL's bank can only be as useful as its entries are close
 to these.

@@ -168,9 +168,9 @@ FORM = (*RATE, *MANY_ROOMS, *BANK_FORM)
 
 
 def controls(what: str, extra: tuple, oracle: str = "lesson") -> tuple:
-    """The oracle lesson (``controls.oracle_source=oracle``), the lessons
-    read by rule and GRPO, each with ``extra``, labelled ``what``: a regime's
-    controls and the rule alone."""
+    """The oracle lesson (controls.oracle_source set to ``oracle``: lesson
+    or lessonfirst), the lessons read by rule and GRPO, each with ``extra``,
+    labelled ``what``: a regime's controls and the rule alone."""
     return (Variant(f"{ORACLE}, {what}", "oracle", (f"controls.oracle_source={oracle}", *extra)),
             Variant(f"{RULE}, {what}", "static_online", ("controls.lesson_reader=rule", *extra)),
             Variant(f"GRPO, {what}", "none", extra))
