@@ -161,6 +161,14 @@ def _learners(cfg: RunConfig, tok, ext_tok) -> tuple[Learner, Learner | None]:
     return actor, extractor
 
 
+def experience_merger(x, extractor_merge):
+    """Who decides a merge (experience.merger), given the extractor's own."""
+    return {"extractor": extractor_merge, "dedup": setup.dedup_merger,
+            "lessons": functools.partial(merge_lessons, keep=x.lesson_homes),
+            "lesson_votes": functools.partial(merge_lessons, keep=x.lesson_homes,
+                                              carry_votes=True)}[x.merger]
+
+
 def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
     frozen = cfg.experience.extractor_frozen
     x = cfg.experience
@@ -168,10 +176,7 @@ def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
     agent = ExtractorAgent(extractor, ext_tok, cfg.rollout.format, x.extractor_max_new_tokens,
                            temperature, cfg.train.seed, frozen=frozen, top_p=x.extractor_top_p,
                            max_prompt_tokens=x.extractor_max_prompt_tokens)
-    merger = {"extractor": agent.merge, "dedup": setup.dedup_merger,
-              "lessons": functools.partial(merge_lessons, keep=x.lesson_homes),
-              "lesson_votes": functools.partial(merge_lessons, keep=x.lesson_homes,
-                                                carry_votes=True)}[x.merger]
+    merger = experience_merger(x, agent.merge)
     reader = agent
     if cfg.controls.lesson_reader == "rule":  # a control: lessons read by rule
         from crl_jax.training.lesson_controls import RuleLessonReader

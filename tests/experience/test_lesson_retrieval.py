@@ -2,6 +2,7 @@
 floor that says "nothing fits" for a room the bank has never seen, merged
 by their homes' votes, and written from trajectories; checked against
 hand-made entries and cosines computed here with NumPy."""
+import dataclasses
 import json
 
 import numpy as np
@@ -15,8 +16,10 @@ from crl_jax.experience import (AddEntry, EpisodeRecord, ExperienceBank, Experie
                                 ExperienceManager, ExtractorReply, HashingEmbedder)
 from crl_jax.experience.operations import index_text, query_text, shown_text
 from crl_jax.rl import prompts
+from crl_jax.training.components import experience_merger
 from crl_jax.training.lesson_demos import trajectory_lesson
 from crl_jax.training.warmstart import Demo
+from experiments.configs import load_preset
 
 ROOM = ("cabinet 1", "countertop 1", "fridge 1", "sinkbasin 1")
 
@@ -129,6 +132,11 @@ def test_merge_combines_one_type_and_room_by_votes():
     # experience.lesson_homes=1: the merged lesson keeps its most-voted home alone
     assert merge_lessons(texts, keep=1)[0] == Lesson("apple", ROOM, ("countertop 1",)).text
     assert merge_lessons(tie, keep=1) == [Lesson("egg", ROOM, ("fridge 1",)).text]
+    # ... and the run's merger takes it from the config
+    spec = dataclasses.replace(load_preset("alfworld_households_cpu").experience, lesson_homes=1)
+    assert experience_merger(spec, None)(texts)[0] == Lesson("apple", ROOM, ("countertop 1",)).text
+    votes = dataclasses.replace(spec, merger="lesson_votes")
+    assert experience_merger(votes, None)(tie) == [Lesson("egg", ROOM, ("fridge 1",), (2,)).text]
 
 
 def test_a_merge_that_carries_votes_states_every_merged_episodes_evidence():
