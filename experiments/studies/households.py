@@ -212,10 +212,11 @@ DECAYED_FORTY = controls("lesson walks repeated, rate decayed, 40 steps",
 FIRST_READ = (*DECAYED_READ, "warm_start.guided_source=lessonfirst")
 ONE_HOME = (*FIRST_READ, "experience.lesson_homes=1")
 _FIRST = "one-home lessons taught and shown"
-FIRST = (controls(_FIRST, FIRST_READ, oracle="lessonfirst")[0],
+_FIRST_ORACLE, _, _FIRST_GRPO = controls(_FIRST, FIRST_READ, oracle="lessonfirst")
+FIRST = (_FIRST_ORACLE,
          Variant(f"{RULE}, {_FIRST}", "static_online", ("controls.lesson_reader=rule", *ONE_HOME)),
          Variant(f"{COMP}, greedy extractor, {_FIRST}", extra=(*ONE_HOME, *GREEDY)),
-         controls(_FIRST, FIRST_READ)[-1])
+         _FIRST_GRPO)
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),

@@ -78,3 +78,34 @@ def test_held_out_table_reads_each_seeds_last_evaluation(tmp_path):
     row = next(r for r in households.held_out_table("full", str(tmp_path), [])["rows"]
                if r[0].startswith(households.COMP + " ("))
     assert row[-2:] == ["0.20 (0.10, n/a, 0.30)", "0.80 (0.90, n/a, 0.70)"]
+
+
+def test_the_forty_step_arms_repeat_the_twenty_step_arms_first_twenty_steps():
+    """docs/FINDINGS.md, "Households at 40 RL steps": with games drawn by
+    seed and step and the same warm start, the committed 40-step records
+    equal the 20-step ones at every step of the first 20, in every metric
+    but wall-clock timings."""
+    import os
+
+    from experiments.figures import common
+
+    def timing(key):
+        return key == "time" or key.startswith("time/") or key.endswith(("_per_s", "_per_query"))
+
+    short = variant_arms(households.PRESET, "full", households.DECAYED)
+    long = variant_arms(households.PRESET, "full", households.DECAYED_FORTY)
+    pairs = [(s, l) for s in short for l in long
+             if s.seed == l.seed and l.label == f"{s.label}, 40 steps"
+             and not s.label.startswith(households.RULE)]  # the rule arms were not run
+    compared = 0
+    for s, l in pairs:
+        paths = [os.path.join(common.run_dir(a, common.DEFAULT_ROOT), "metrics.jsonl") for a in (s, l)]
+        if not all(os.path.exists(p) for p in paths):
+            continue
+        rows = [[json.loads(line) for line in open(p)] for p in paths]
+        assert len(rows[0]) == 21 and len(rows[1]) == 41
+        for a, b in zip(rows[0], rows[1][:21]):
+            assert {k: v for k, v in a.items() if not timing(k)} == \
+                {k: v for k, v in b.items() if not timing(k)}
+        compared += 1
+    assert compared == 6  # oracle and GRPO, three seeds
