@@ -209,6 +209,10 @@ DECAYED_FORTY = controls("lesson walks repeated, rate decayed, 40 steps",
 # form the actor reads, and the learned extractor writes greedily (right
 # more often than sampled: "Households: the extractor reads the expert's
 # episodes").
+# The extractor's batches of 16: at 32 its buffer first held a batch at step
+# 19 or 20 (a sample is ready once its entry has guided outcomes, about 1.5
+# a step), so its RL barely ran and Comp. RL was Static Online.
+BATCH_16 = ("experience.bank.train_batch_size=16",)
 FIRST_READ = (*DECAYED_READ, "warm_start.guided_source=lessonfirst")
 ONE_HOME = (*FIRST_READ, "experience.lesson_homes=1")
 _FIRST = "one-home lessons taught and shown"
@@ -216,6 +220,8 @@ _FIRST_ORACLE, _, _FIRST_GRPO = controls(_FIRST, FIRST_READ, oracle="lessonfirst
 FIRST = (_FIRST_ORACLE,
          Variant(f"{RULE}, {_FIRST}", "static_online", ("controls.lesson_reader=rule", *ONE_HOME)),
          Variant(f"{COMP}, greedy extractor, {_FIRST}", extra=(*ONE_HOME, *GREEDY)),
+         Variant(f"{COMP}, greedy extractor, batches of 16, {_FIRST}",
+                 extra=(*ONE_HOME, *GREEDY, *BATCH_16)),
          _FIRST_GRPO)
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
