@@ -339,7 +339,7 @@ class RunConfig:
             raise ValueError("warm_start.extractor_writes_room=false teaches lessons that name "
                              "no room: it needs env.households > 0 and "
                              "experience.bank.lesson_room=episode, which files them")
-        for key in ("extractor_reads_shown", "extractor_wanders"):
+        for key in ("extractor_reads_shown", "extractor_wanders", "extractor_actor_episodes"):
             if getattr(self.warm_start, key) and not self.env.households:
                 raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
                                  "env.households > 0")

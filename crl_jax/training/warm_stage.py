@@ -15,6 +15,7 @@ import numpy as np
 
 from crl_jax.rl.learner import Learner
 from crl_jax.training import setup, warmstart
+from crl_jax.training.actor_episodes import actor_episode_demos
 from crl_jax.training.config import RunConfig
 from crl_jax.training.guided_demos import guided_demos
 from crl_jax.training.logs import progress_bar
@@ -96,16 +97,23 @@ def _train_actor(cfg: RunConfig, demos, sources, actor: Learner, tok, out_dir: s
 
 
 def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok, out_dir: str,
-                     cache: WarmStartCache | None) -> list:
+                     cache: WarmStartCache | None, actor: Learner | None = None,
+                     tok=None) -> list:
     # Its own generator: the same extractor whether or not the actor's warm
     # start ran in this process or came from the cache.
     ws = cfg.warm_start
     rng = np.random.default_rng(ws.seed + 8)
     if cfg.env.households:  # lessons, not plans (lesson_demos.py)
+        extra = []
         if ws.extractor_wanders:  # and episodes played as the actor plays (wandering.py)
             wander_rng = np.random.default_rng(ws.seed + 9)
-            demos = [*demos, *wandering_demos(sources, demos, ws.extractor_wanders,
-                                              episode_cap(cfg), wander_rng)]
+            extra += wandering_demos(sources, demos, ws.extractor_wanders, episode_cap(cfg),
+                                     wander_rng)
+        if ws.extractor_actor_episodes:  # and the actor's own (actor_episodes.py)
+            extra += actor_episode_demos(cfg, actor, tok, sources, demos,
+                                         ws.extractor_actor_episodes, episode_cap(cfg),
+                                         np.random.default_rng(ws.seed + 10))
+        demos = [*demos, *extra]
         samples = lesson_sft_samples(demos, ext_tok, rng, room_jitter=ws.extractor_room_jitter,
                                      write_room=ws.extractor_writes_room,
                                      wrong_picks=ws.extractor_wrong_picks,
@@ -143,7 +151,7 @@ def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor:
             extractor.params = load_params(extractor.params, cache.weights("extractor"))
         else:
             losses["extractor"] = _train_extractor(cfg, demos, sources, extractor, ext_tok,
-                                                   out_dir, cache)
+                                                   out_dir, cache, actor, tok)
             _publish(cache, out_dir, "extractor", extractor, losses["extractor"])
     if cache:
         # Each model's progress went when it reached the cache (_publish); the

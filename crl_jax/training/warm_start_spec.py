@@ -95,6 +95,14 @@ class WarmStartSpec:
     actor's, which walks to the destination first, moves other objects and
     runs out of turns, where the expert's go straight to the object. Each
     episode's lesson is what it shows. 0: expert episodes only."""
+    extractor_actor_episodes: float = 0.0
+    """Households: the extractor's warm start also reads the warm-started
+    actor's own episodes, one on this share of the demonstrations' games,
+    played as RL plays them, half of them (guided_fraction) reading their
+    household's first-home lesson; each episode's lesson is what it shows
+    (training/actor_episodes.py). The actor's detours follow its own habits,
+    which neither the expert's episodes nor a wandering expert's show. 0:
+    none."""
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
     # One token per digit in that tokenizer: ids and numbers read the same
     # wherever they appear, so copying one (WebShop's product ids) is a
@@ -119,6 +127,7 @@ class WarmStartSpec:
         if self.line_repeat < 1:
             raise ValueError(f"warm_start.line_repeat must be >= 1, got {self.line_repeat}")
         for key in ("guided_fraction", "ask_fraction", "judge_fraction", "extractor_missteps",
-                    "extractor_room_jitter", "extractor_wrong_picks", "extractor_wanders"):
+                    "extractor_room_jitter", "extractor_wrong_picks", "extractor_wanders",
+                    "extractor_actor_episodes"):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise ValueError(f"warm_start.{key} must be in [0, 1]")

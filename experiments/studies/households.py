@@ -213,6 +213,12 @@ DECAYED_FORTY = controls("lesson walks repeated, rate decayed, 40 steps",
 # 19 or 20 (a sample is ready once its entry has guided outcomes, about 1.5
 # a step), so its RL barely ran and Comp. RL was Static Online.
 BATCH_16 = ("experience.bank.train_batch_size=16",)
+# The extractor's warm start also taught on the warm-started actor's own
+# episodes of the warm start's games (training/actor_episodes.py), each
+# lesson what its clipped prompt shows, as the rule reads it: taught on the
+# expert's, its lessons named the first home 0.25 of the time where the
+# rule's named it 0.66.
+ACTOR_READ = ("warm_start.extractor_actor_episodes=1", "warm_start.extractor_reads_shown=true")
 FIRST_READ = (*DECAYED_READ, "warm_start.guided_source=lessonfirst")
 ONE_HOME = (*FIRST_READ, "experience.lesson_homes=1")
 _FIRST = "one-home lessons taught and shown"
@@ -222,6 +228,8 @@ FIRST = (_FIRST_ORACLE,
          Variant(f"{COMP}, greedy extractor, {_FIRST}", extra=(*ONE_HOME, *GREEDY)),
          Variant(f"{COMP}, greedy extractor, batches of 16, {_FIRST}",
                  extra=(*ONE_HOME, *GREEDY, *BATCH_16)),
+         Variant(f"{COMP}, extractor taught on the actor's episodes, {_FIRST}",
+                 extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ)),
          _FIRST_GRPO)
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
