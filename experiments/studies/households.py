@@ -226,6 +226,8 @@ _FIRST_ORACLE, _, _FIRST_GRPO = controls(_FIRST, FIRST_READ, oracle="lessonfirst
 FIRST = (_FIRST_ORACLE,
          Variant(f"{RULE}, {_FIRST}", "static_online", ("controls.lesson_reader=rule", *ONE_HOME)),
          Variant(f"{COMP}, greedy extractor, {_FIRST}", extra=(*ONE_HOME, *GREEDY)),
+         Variant(f"{RULE}, votes kept, {_FIRST}", "static_online",
+                 ("controls.lesson_reader=rule", *ONE_HOME, *VOTES)),
          Variant(f"{COMP}, greedy extractor, batches of 16, {_FIRST}",
                  extra=(*ONE_HOME, *GREEDY, *BATCH_16)),
          Variant(f"{COMP}, extractor taught on the actor's episodes, {_FIRST}",
