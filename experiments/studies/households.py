@@ -233,6 +233,17 @@ FIRST = (_FIRST_ORACLE,
          Variant(f"{COMP}, extractor taught on the actor's episodes, {_FIRST}",
                  extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ)),
          _FIRST_GRPO)
+# ... and where objects have no homes (env.home_rate=0, their own warm
+# starts): lessons that pay by transfer must stop paying.
+_NO_HOMES = tuple(o for o in ONE_HOME if not o.startswith("env.home_rate=")) + NO_HOMES
+_FIRST_NONE = "one-home lessons, no homes (home rate 0)"
+FIRST_NONE = (Variant(f"{RULE}, {_FIRST_NONE}", "static_online",
+                      ("controls.lesson_reader=rule", *_NO_HOMES)),
+              Variant(f"{COMP}, extractor taught on the actor's episodes, {_FIRST_NONE}",
+                      extra=(*_NO_HOMES, *GREEDY, *BATCH_16, *ACTOR_READ)),
+              Variant(f"GRPO, {_FIRST_NONE}", "none",
+                      tuple(o for o in FIRST_READ if not o.startswith("env.home_rate="))
+                      + NO_HOMES))
 GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (NONE, "no homes (home rate 0)"),
           (SMALL, "small rooms"), (TWELVE, "12 turns"), (FORTY, "40 steps"),
@@ -246,7 +257,9 @@ GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (DECAYED_FORTY, "home rate 0.8, 200 warm-start households, lesson walks repeated, "
                           "warm-start rate decayed, 40 RL steps"),
           (FIRST, "home rate 0.8, 200 warm-start households, lesson walks repeated, "
-                  "warm-start rate decayed, one-home lessons"))
+                  "warm-start rate decayed, one-home lessons"),
+          (FIRST_NONE, "no homes (home rate 0), 200 warm-start households, lesson walks "
+                       "repeated, warm-start rate decayed, one-home lessons"))
 
 
 def arms(budget: str) -> list:
