@@ -339,8 +339,13 @@ class RunConfig:
             raise ValueError("warm_start.extractor_writes_room=false teaches lessons that name "
                              "no room: it needs env.households > 0 and "
                              "experience.bank.lesson_room=episode, which files them")
-        for key in ("extractor_reads_shown", "extractor_wanders", "extractor_actor_episodes"):
-            if getattr(self.warm_start, key) and not self.env.households:
+        ws = self.warm_start
+        asked = {"extractor_reads_shown": ws.extractor_reads_shown,
+                 "extractor_wanders": ws.extractor_wanders,
+                 "extractor_actor_episodes": ws.extractor_actor_episodes,
+                 "extractor_home_rate": ws.extractor_home_rate != -1.0}
+        for key, value in asked.items():
+            if value and not self.env.households:
                 raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
                                  "env.households > 0")
         if self.experience.actor_critic and not self.experience.retrieves:

@@ -6,6 +6,7 @@ from the same weights.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -104,6 +105,8 @@ def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok
     ws = cfg.warm_start
     rng = np.random.default_rng(ws.seed + 8)
     if cfg.env.households:  # lessons, not plans (lesson_demos.py)
+        if ws.extractor_home_rate not in (-1.0, cfg.env.home_rate):
+            demos, sources = _demos_at_home_rate(cfg, ws.extractor_home_rate)
         extra = []
         if ws.extractor_wanders:  # and episodes played as the actor plays (wandering.py)
             wander_rng = np.random.default_rng(ws.seed + 9)
@@ -126,6 +129,17 @@ def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok
     return setup.supervised_warm_start(extractor, samples, ws.extractor_lr, ws.extractor_steps,
                                        ws.batch, ext_tok.pad_id, rng, "extractor",
                                        progress_dir(out_dir, cache, "extractor"))
+
+
+def _demos_at_home_rate(cfg: RunConfig, home_rate: float) -> tuple[list, list]:
+    """The expert's demonstrations, and their task sources, on games of the
+    same households with objects at their homes at ``home_rate``
+    (warm_start.extractor_home_rate)."""
+    # components builds the run and imports this module: imported here.
+    from crl_jax.training.components import collect_demos, task_sources
+    at = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, home_rate=home_rate))
+    sources = task_sources(at, at.env.train_split, None, episode_cap(at) * DEMO_TURNS_FACTOR)
+    return collect_demos(at, sources), sources
 
 
 def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor: Learner | None,

@@ -103,6 +103,14 @@ class WarmStartSpec:
     (training/actor_episodes.py). The actor's detours follow its own habits,
     which neither the expert's episodes nor a wandering expert's show. 0:
     none."""
+    extractor_home_rate: float = -1.0
+    """Households: the extractor's warm start reads games of the warm start's
+    households whose objects lie at their homes at this rate (the expert's
+    episodes, and the wandering expert's and the actor's where asked),
+    instead of the run's games. At 0 where a type lies is drawn afresh in
+    every game, so a lesson can only be read from its trajectory: at the
+    run's rate the tiny extractor learnt the warm start's rooms and wrote
+    their homes on new rooms. -1: the run's env.home_rate."""
     vocab_size: int = 1024  # tokenizer trained on environment text (tiny models)
     # One token per digit in that tokenizer: ids and numbers read the same
     # wherever they appear, so copying one (WebShop's product ids) is a
@@ -124,6 +132,9 @@ class WarmStartSpec:
     def __post_init__(self):
         if not 0.0 < self.actor_lr_end <= 1.0:
             raise ValueError(f"warm_start.actor_lr_end must be in (0, 1], got {self.actor_lr_end}")
+        if not (self.extractor_home_rate == -1.0 or 0.0 <= self.extractor_home_rate <= 1.0):
+            raise ValueError("warm_start.extractor_home_rate must be -1 (the run's) or in [0, 1], "
+                             f"got {self.extractor_home_rate}")
         if self.line_repeat < 1:
             raise ValueError(f"warm_start.line_repeat must be >= 1, got {self.line_repeat}")
         for key in ("guided_fraction", "ask_fraction", "judge_fraction", "extractor_missteps",

@@ -219,6 +219,12 @@ BATCH_16 = ("experience.bank.train_batch_size=16",)
 # expert's, its lessons named the first home 0.25 of the time where the
 # rule's named it 0.66.
 ACTOR_READ = ("warm_start.extractor_actor_episodes=1", "warm_start.extractor_reads_shown=true")
+# ... on games of its households where objects have no homes
+# (warm_start.extractor_home_rate=0): taught at the run's rate it wrote, on
+# the pool's new rooms, homes its warm start's rooms had ("soapbar:
+# countertop 1" after "take soapbar 1 from cabinet 1"); where a type lies
+# anew in every game only reading the trajectory predicts its lesson.
+READ_ONLY = ("warm_start.extractor_home_rate=0",)
 FIRST_READ = (*DECAYED_READ, "warm_start.guided_source=lessonfirst")
 ONE_HOME = (*FIRST_READ, "experience.lesson_homes=1")
 _FIRST = "one-home lessons taught and shown"
@@ -232,6 +238,8 @@ FIRST = (_FIRST_ORACLE,
                  extra=(*ONE_HOME, *GREEDY, *BATCH_16)),
          Variant(f"{COMP}, extractor taught on the actor's episodes, {_FIRST}",
                  extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ)),
+         Variant(f"{COMP}, extractor taught on the actor's episodes where nothing has a home, "
+                 f"{_FIRST}", extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ, *READ_ONLY)),
          _FIRST_GRPO)
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.

@@ -110,3 +110,43 @@ def test_extractor_actor_episodes_is_extractor_only_and_reaches_its_warm_start(c
         warm_stage._train_extractor(c, demos, [], None, tok, "", None, "the actor", tok)
     assert seen == [demos, [*demos, "a1"]]
     assert asked == [("the actor", tok, 0.5, episode_cap(cfg))]
+
+
+def test_extractor_home_rate_draws_its_games_afresh_in_the_same_households(cfg, monkeypatch):
+    """warm_start.extractor_home_rate: extractor-only, -1 or in [0, 1], needs
+    households; the extractor's demonstrations are then the expert's on
+    games of the warm start's households (never the RL pool's) at that rate."""
+    from crl_jax.envs.alfworld_households import household_index
+    uniform = apply_overrides(cfg, ["warm_start.extractor_home_rate=0"])
+    assert warm_start_key(uniform) != warm_start_key(cfg) and actor_key(uniform) == actor_key(cfg)
+    for bad in ("-0.5", "1.5"):
+        with pytest.raises(ValueError, match="extractor_home_rate"):
+            apply_overrides(cfg, [f"warm_start.extractor_home_rate={bad}"])
+    with pytest.raises(ValueError, match="extractor_home_rate shapes households"):
+        apply_overrides(load_preset("alfworld_cpu"), ["warm_start.extractor_home_rate=0"])
+    run_src = components.task_sources(cfg, "generated", None, 30)[0]
+    run_demos = components.collect_demos(cfg, [run_src])
+    demos, sources = warm_stage._demos_at_home_rate(cfg, 0.0)
+    env, run_env = sources[0].make(), run_src.make()
+    try:
+        pool = {h.index for h in household_split(cfg).rl_members()}
+        homes = [household_index(env.games[d.task].id) for d in demos]
+        # game i of the split is dealt to the same household at any rate
+        assert homes == [household_index(run_env.games[d.task].id) for d in run_demos]
+        assert not set(homes) & pool
+        # the same rooms, the objects placed afresh: some game's problem differs
+        assert any(env.games[d.task].pddl_problem != run_env.games[d.task].pddl_problem
+                   for d in demos)
+    finally:
+        env.close()
+        run_env.close()
+    seen, moved = [], []
+    monkeypatch.setattr(warm_stage, "lesson_sft_samples", lambda d, *a, **k: seen.append(d) or [])
+    monkeypatch.setattr(warm_stage.setup, "supervised_warm_start", lambda *a, **k: [])
+    monkeypatch.setattr(warm_stage, "_demos_at_home_rate",
+                        lambda c, rate: moved.append(rate) or (["fresh"], ["src"]))
+    tok = dataclasses.make_dataclass("Tok", ["pad_id"])(0)
+    same = apply_overrides(cfg, [f"warm_start.extractor_home_rate={cfg.env.home_rate}"])
+    for c in (cfg, same, uniform):
+        warm_stage._train_extractor(c, ["run's"], [], None, tok, "", None)
+    assert seen == [["run's"], ["run's"], ["fresh"]] and moved == [0.0]
