@@ -21,6 +21,9 @@ extractor of the last checkpoint: sampling, the extractor's RL and what
 the actor's episodes look like are then told apart.
 
     python experiments/diagnostics/lesson_writes.py RUN_DIR --greedy
+
+--prompts_from=RUN_DIR has every run's extractors answer that run's
+prompts instead: extractors taught differently, on the same episodes.
 """
 from __future__ import annotations
 
@@ -46,6 +49,10 @@ class Command:
     greedy: bool = False
     """Also judge greedy answers to the same prompts by the warm-started and
     the last checkpoint's extractor."""
+    prompts_from: str | None = None
+    """With --greedy: answer the consolidation prompts of this run's last
+    checkpoint instead of each run's own, so extractors taught differently
+    read the same episodes."""
 
 
 def _consolidations(host_state: dict) -> list[dict]:
@@ -67,10 +74,10 @@ def writes_of(host_state: dict) -> dict:
             **_shares([s["response"] for s in samples], [s["prompt"] for s in samples])}
 
 
-def greedy_shares(run_dir: str, step: int) -> dict:
+def greedy_shares(run_dir: str, step: int, prompts: list[str] | None = None) -> dict:
     """{"warm": shares, "last": shares} of greedy answers to the run's
-    consolidation prompts (checkpoint ``step``) by its warm-started and by
-    that checkpoint's extractor."""
+    consolidation prompts (checkpoint ``step``), or to ``prompts``, by its
+    warm-started and by that checkpoint's extractor."""
     import dataclasses
     import tempfile
 
@@ -85,7 +92,8 @@ def greedy_shares(run_dir: str, step: int) -> dict:
     try:
         with RunCheckpointer(os.path.join(run_dir, "checkpoints"), async_save=False) as ckpt:
             restored = ckpt.restore(step, targets={"extractor_params": run.extractor.params})
-        prompts = [s["prompt"] for s in _consolidations(restored.host_state)]
+        if prompts is None:
+            prompts = [s["prompt"] for s in _consolidations(restored.host_state)]
         sampling = dataclasses.replace(run.agent.sampling, temperature=0.0)
         out = {"warm": _shares(extractor_answers(run, sampling)(prompts), prompts)}
         run.extractor.params = restored.trees["extractor_params"]
@@ -99,7 +107,12 @@ def greedy_shares(run_dir: str, step: int) -> dict:
 def main(argv=None) -> int:
     command = tyro.cli(Command, args=sys.argv[1:] if argv is None else argv, description=__doc__)
     from crl_jax.training.checkpointing import RunCheckpointer
-    report = {}
+    report, shared = {}, None
+    if command.prompts_from:
+        with RunCheckpointer(os.path.join(command.prompts_from, "checkpoints"),
+                             async_save=False) as ckpt:
+            shared = [s["prompt"] for s in _consolidations(ckpt.restore().host_state)]
+        print(f"greedy answers to the {len(shared)} prompts of {command.prompts_from}")
     for run in command.runs:
         ckpt_dir = os.path.join(run, "checkpoints")
         if not os.path.isdir(ckpt_dir):
@@ -116,7 +129,7 @@ def main(argv=None) -> int:
               f"episodes, {out['writing_replies']} replies wrote: "
               + ", ".join(f"{k} {out[k]:.2f}" for k in VERDICTS))
         if command.greedy:
-            greedy = greedy_shares(run, restored.step)
+            greedy = greedy_shares(run, restored.step, shared)
             report[run]["greedy"] = greedy
             for name, shares in greedy.items():
                 print(f"  greedy, {name} extractor: "

@@ -2,6 +2,8 @@
 lost copy cut before the first pick-up."""
 import json
 
+import pytest
+
 from crl_jax.training.warmstart import Demo, demo_extractor_prompt
 from experiments.diagnostics.lesson_reading import cut_before_pick, verdict
 
@@ -62,10 +64,12 @@ def test_lesson_writes_judges_a_runs_consolidation_samples():
                    "wrong homes": 0.25, "other": 0.0}
 
 
+@pytest.mark.parametrize("given", [False, True])
 def test_lesson_writes_greedy_answers_the_same_prompts_with_warm_then_last_extractor(
-        monkeypatch, tmp_path):
+        monkeypatch, tmp_path, given):
     """--greedy: the warm-started extractor answers before the checkpoint's
-    parameters replace it, and both answer the run's own prompts."""
+    parameters replace it, and both answer the run's own prompts, or the
+    prompts given (--prompts_from)."""
     import dataclasses
     import types
 
@@ -101,11 +105,15 @@ def test_lesson_writes_greedy_answers_the_same_prompts_with_warm_then_last_extra
 
     def answers(r, sampling):
         assert sampling.temperature == 0.0
-        return lambda prompts: [answer[r.extractor.params] for p in prompts if p == whole]
+        return lambda prompts: [answer[r.extractor.params] for _ in prompts]
     monkeypatch.setattr(checkpointing, "RunCheckpointer", Ckpt)
     monkeypatch.setattr(components, "build_run", lambda cfg, out: run)
     monkeypatch.setattr(config_io, "load_config_json", lambda cls, path: None)
     monkeypatch.setattr(warm_start_probe, "extractor_answers", answers)
-    out = lesson_writes.greedy_shares(str(tmp_path), 20)
+    lost = demo_extractor_prompt(cut_before_pick(DEMO), room=ROOM)
+    out = lesson_writes.greedy_shares(str(tmp_path), 20, [lost, lost] if given else None)
     assert restores == [(20, {"extractor_params": "warm"})]
-    assert out["warm"]["right"] == 1.0 and out["last"]["wrong homes"] == 1.0
+    if given:  # the given prompts show no pick-up: the same answers are invented there
+        assert out["warm"]["invented"] == 1.0 and out["last"]["invented"] == 1.0
+    else:
+        assert out["warm"]["right"] == 1.0 and out["last"]["wrong homes"] == 1.0
