@@ -22,6 +22,9 @@ the actor's episodes look like are then told apart.
 
     python experiments/diagnostics/lesson_writes.py RUN_DIR --greedy
 
+--examples=N prints N replies judged "wrong homes" with what their
+trajectory shows.
+
 --prompts_from=RUN_DIR has every run's extractors answer that run's
 prompts instead: extractors taught differently, on the same episodes.
 """
@@ -49,6 +52,9 @@ class Command:
     greedy: bool = False
     """Also judge greedy answers to the same prompts by the warm-started and
     the last checkpoint's extractor."""
+    examples: int = 0
+    """Also print this many replies judged "wrong homes", each with its
+    goal, the trajectory it was shown and the lesson that text shows."""
     prompts_from: str | None = None
     """With --greedy: answer the consolidation prompts of this run's last
     checkpoint instead of each run's own, so extractors taught differently
@@ -72,6 +78,23 @@ def writes_of(host_state: dict) -> dict:
     return {"episodes": host_state["manager"]["counters"].get("episodes", 0),
             "writing_replies": len(samples),
             **_shares([s["response"] for s in samples], [s["prompt"] for s in samples])}
+
+
+def wrong_home_examples(host_state: dict, n: int) -> list[str]:
+    """Up to ``n`` consolidation samples whose reply names other homes than
+    the trajectory shows, as text: goal, trajectory, shown lesson, reply."""
+    from crl_jax.envs.alfworld_lessons import read_lesson
+    from crl_jax.training.lesson_demos import prompt_lines
+    from experiments.diagnostics.lesson_reading import verdict
+    out = []
+    for s in _consolidations(host_state):
+        if len(out) >= n:
+            break
+        if verdict(s["response"], s["prompt"]) == "wrong homes":
+            goal, traj = prompt_lines(s["prompt"], "goal", "traj")
+            out.append(f"goal: {goal}\ntraj: {traj}\nshows: {read_lesson(goal, traj)}\n"
+                       f"wrote: {s['response']}")
+    return out
 
 
 def greedy_shares(run_dir: str, step: int, prompts: list[str] | None = None) -> dict:
@@ -128,6 +151,8 @@ def main(argv=None) -> int:
         print(f"{os.path.basename(run.rstrip('/'))} (step {restored.step}): {out['episodes']} "
               f"episodes, {out['writing_replies']} replies wrote: "
               + ", ".join(f"{k} {out[k]:.2f}" for k in VERDICTS))
+        for text in wrong_home_examples(restored.host_state, command.examples):
+            print(f"  wrong homes:\n    " + text.replace("\n", "\n    "))
         if command.greedy:
             greedy = greedy_shares(run, restored.step, shared)
             report[run]["greedy"] = greedy

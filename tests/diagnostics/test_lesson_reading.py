@@ -49,7 +49,7 @@ def test_cut_before_pick_keeps_the_search_and_needs_one():
 
 
 def test_lesson_writes_judges_a_runs_consolidation_samples():
-    from experiments.diagnostics.lesson_writes import writes_of
+    from experiments.diagnostics.lesson_writes import wrong_home_examples, writes_of
     whole = demo_extractor_prompt(DEMO, room=ROOM)
     lost = demo_extractor_prompt(cut_before_pick(DEMO), room=ROOM)
     samples = [{"kind": "consolidate", "prompt": whole,
@@ -60,8 +60,14 @@ def test_lesson_writes_judges_a_runs_consolidation_samples():
                {"kind": "ask", "prompt": "ask", "response": "x"}]
     out = writes_of({"manager": {"counters": {"episodes": 9},
                                  "training_buffer": {"samples": samples}}})
+    state = {"manager": {"counters": {"episodes": 9}, "training_buffer": {"samples": samples}}}
     assert out == {"episodes": 9, "writing_replies": 4, "right": 0.25, "invented": 0.5,
                    "wrong homes": 0.25, "other": 0.0}
+    # --examples: the one reply naming another home than its trajectory shows
+    shown = wrong_home_examples(state, 5)
+    assert len(shown) == 1 and wrong_home_examples(state, 0) == []
+    assert "shows: apple: go to countertop 1" in shown[0] and "go to fridge 1" in shown[0]
+    assert "take apple 1 from countertop 1" in shown[0]
 
 
 @pytest.mark.parametrize("given", [False, True])
