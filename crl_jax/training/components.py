@@ -196,6 +196,16 @@ def build_offline_bank(manager, demos: list) -> None:
     bar.close()
 
 
+def demos_at_home_rate(cfg: RunConfig, home_rate: float) -> tuple[list, list]:
+    """The expert's demonstrations, and their task sources, on games of the
+    run's households with objects at their homes at ``home_rate``
+    (warm_start.extractor_home_rate): game i of the split is dealt to the
+    same household at any rate, so the same rooms, objects placed afresh."""
+    at = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, home_rate=home_rate))
+    sources = task_sources(at, at.env.train_split, None, episode_cap(at) * DEMO_TURNS_FACTOR)
+    return collect_demos(at, sources), sources
+
+
 def _warm_start_cache(cfg: RunConfig, out_dir: str, resume: bool) -> WarmStartCache | None:
     """The run's warm-start cache entry (tiny models with warm_start.cache_dir),
     recorded in the run directory; it adopts the actor of its extractor-only
@@ -232,7 +242,8 @@ def build_run(cfg: RunConfig, out_dir: str | None = None, resume: bool = False) 
     actor, extractor = _learners(cfg, tok, ext_tok)
     with timings.time("warm_start"):
         losses = warm_start_models(cfg, demos, demo_sources, actor, extractor, tok, ext_tok,
-                                   out_dir, cache, resuming=resume)
+                                   out_dir, cache, resuming=resume,
+                                   demos_at=demos_at_home_rate)
     sampler = Sampler(actor.model, pad_id=tok.pad_id)
     n = cfg.train.tasks_per_step * cfg.train.group_size
     agent, manager = _experience(cfg, extractor, ext_tok) if extractor is not None else (None, None)

@@ -6,7 +6,6 @@ from the same weights.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 import shutil
@@ -99,14 +98,15 @@ def _train_actor(cfg: RunConfig, demos, sources, actor: Learner, tok, out_dir: s
 
 def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok, out_dir: str,
                      cache: WarmStartCache | None, actor: Learner | None = None,
-                     tok=None) -> list:
+                     tok=None, demos_at=None) -> list:
     # Its own generator: the same extractor whether or not the actor's warm
     # start ran in this process or came from the cache.
     ws = cfg.warm_start
     rng = np.random.default_rng(ws.seed + 8)
     if cfg.env.households:  # lessons, not plans (lesson_demos.py)
         if ws.extractor_home_rate not in (-1.0, cfg.env.home_rate):
-            demos, sources = _demos_at_home_rate(cfg, ws.extractor_home_rate)
+            # demos_at (components.demos_at_home_rate) makes games as the run does
+            demos, sources = demos_at(cfg, ws.extractor_home_rate)
         extra = []
         if ws.extractor_wanders:  # and episodes played as the actor plays (wandering.py)
             wander_rng = np.random.default_rng(ws.seed + 9)
@@ -131,22 +131,13 @@ def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok
                                        progress_dir(out_dir, cache, "extractor"))
 
 
-def _demos_at_home_rate(cfg: RunConfig, home_rate: float) -> tuple[list, list]:
-    """The expert's demonstrations, and their task sources, on games of the
-    same households with objects at their homes at ``home_rate``
-    (warm_start.extractor_home_rate)."""
-    # components builds the run and imports this module: imported here.
-    from crl_jax.training.components import collect_demos, task_sources
-    at = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, home_rate=home_rate))
-    sources = task_sources(at, at.env.train_split, None, episode_cap(at) * DEMO_TURNS_FACTOR)
-    return collect_demos(at, sources), sources
-
-
 def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor: Learner | None,
                       tok, ext_tok, out_dir: str, cache: WarmStartCache | None,
-                      resuming: bool = False) -> dict[str, list]:
+                      resuming: bool = False, demos_at=None) -> dict[str, list]:
     """Warm-starts the actor (and the extractor, when the run has one) in
-    place; returns their SFT loss curves. Nothing to do for checkpoint
+    place; returns their SFT loss curves. ``demos_at(cfg, home_rate)``: the
+    expert's demonstrations and their sources at another home rate
+    (warm_start.extractor_home_rate). Nothing to do for checkpoint
     models, without demonstrations, or when a resumed run's checkpoint
     already holds the trained weights."""
     ckpt_dir = os.path.join(out_dir, "checkpoints")
@@ -165,7 +156,7 @@ def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor:
             extractor.params = load_params(extractor.params, cache.weights("extractor"))
         else:
             losses["extractor"] = _train_extractor(cfg, demos, sources, extractor, ext_tok,
-                                                   out_dir, cache, actor, tok)
+                                                   out_dir, cache, actor, tok, demos_at)
             _publish(cache, out_dir, "extractor", extractor, losses["extractor"])
     if cache:
         # Each model's progress went when it reached the cache (_publish); the

@@ -126,7 +126,7 @@ def test_extractor_home_rate_draws_its_games_afresh_in_the_same_households(cfg, 
         apply_overrides(load_preset("alfworld_cpu"), ["warm_start.extractor_home_rate=0"])
     run_src = components.task_sources(cfg, "generated", None, 30)[0]
     run_demos = components.collect_demos(cfg, [run_src])
-    demos, sources = warm_stage._demos_at_home_rate(cfg, 0.0)
+    demos, sources = components.demos_at_home_rate(cfg, 0.0)
     env, run_env = sources[0].make(), run_src.make()
     try:
         pool = {h.index for h in household_split(cfg).rl_members()}
@@ -143,10 +143,9 @@ def test_extractor_home_rate_draws_its_games_afresh_in_the_same_households(cfg, 
     seen, moved = [], []
     monkeypatch.setattr(warm_stage, "lesson_sft_samples", lambda d, *a, **k: seen.append(d) or [])
     monkeypatch.setattr(warm_stage.setup, "supervised_warm_start", lambda *a, **k: [])
-    monkeypatch.setattr(warm_stage, "_demos_at_home_rate",
-                        lambda c, rate: moved.append(rate) or (["fresh"], ["src"]))
     tok = dataclasses.make_dataclass("Tok", ["pad_id"])(0)
     same = apply_overrides(cfg, [f"warm_start.extractor_home_rate={cfg.env.home_rate}"])
     for c in (cfg, same, uniform):
-        warm_stage._train_extractor(c, ["run's"], [], None, tok, "", None)
+        warm_stage._train_extractor(c, ["run's"], [], None, tok, "", None, demos_at=lambda c, rate:
+                                    moved.append(rate) or (["fresh"], ["src"]))
     assert seen == [["run's"], ["run's"], ["fresh"]] and moved == [0.0]
