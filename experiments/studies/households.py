@@ -22,7 +22,12 @@ and their extractor taught on a wandering expert's episodes
 (warm_start.extractor_wanders) or writing greedily, again with the
 actor also taught on lessons as one game shows them (lessonseen), and
 again with the walks its lessons name repeated in its warm start
-(warm_start.line_repeat=4).
+(warm_start.line_repeat=4), and the actor taught one-home lessons
+(lessonfirst), with the learned arms' extractor taught also on the
+warm-started actor's own episodes (warm_start.extractor_actor_episodes),
+there and on games where nothing has a home
+(warm_start.extractor_home_rate=0), and the controls where objects have
+no homes at all (not yet run).
 
 The ladder table is the oracle ladder's (guided / free success per window,
 actions, training success over every step against GRPO's, per seed); a
