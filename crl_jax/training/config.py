@@ -268,6 +268,24 @@ class RunConfig:
         """Who judges retrieved entries in rollouts (None: nobody)."""
         return self.controls.critic if self.experience.actor_critic else None
 
+    def _check_lesson_teaching(self) -> None:
+        """The extractor's warm-start settings that shape households' lessons
+        need households."""
+        ws = self.warm_start
+        if not ws.extractor_writes_room and (
+                not self.env.households or self.experience.bank.lesson_room != "episode"):
+            raise ValueError("warm_start.extractor_writes_room=false teaches lessons that name "
+                             "no room: it needs env.households > 0 and "
+                             "experience.bank.lesson_room=episode, which files them")
+        asked = {"extractor_reads_shown": ws.extractor_reads_shown,
+                 "extractor_wanders": ws.extractor_wanders,
+                 "extractor_actor_episodes": ws.extractor_actor_episodes,
+                 "extractor_home_rate": ws.extractor_home_rate != -1.0}
+        for key, value in asked.items():
+            if value and not self.env.households:
+                raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
+                                 "env.households > 0")
+
     def _check_pools(self) -> None:
         """The RL pool, the warm start's games and the households agree."""
         if self.train.pool_disjoint and not (self.train.task_pool or self.env.pool_households):
@@ -334,20 +352,7 @@ class RunConfig:
             raise ValueError("experience.lesson_homes must be >= 1 (a lesson names a home)")
         from crl_jax.training.guided_demos import parse_mix
         parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
-        if not self.warm_start.extractor_writes_room and (
-                not self.env.households or self.experience.bank.lesson_room != "episode"):
-            raise ValueError("warm_start.extractor_writes_room=false teaches lessons that name "
-                             "no room: it needs env.households > 0 and "
-                             "experience.bank.lesson_room=episode, which files them")
-        ws = self.warm_start
-        asked = {"extractor_reads_shown": ws.extractor_reads_shown,
-                 "extractor_wanders": ws.extractor_wanders,
-                 "extractor_actor_episodes": ws.extractor_actor_episodes,
-                 "extractor_home_rate": ws.extractor_home_rate != -1.0}
-        for key, value in asked.items():
-            if value and not self.env.households:
-                raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
-                                 "env.households > 0")
+        self._check_lesson_teaching()
         if self.experience.actor_critic and not self.experience.retrieves:
             raise ValueError("experience.actor_critic judges retrieved entries; "
                              "experience.mode=none retrieves none")
