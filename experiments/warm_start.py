@@ -9,7 +9,9 @@ keyed by everything that shapes them (crl_jax.training.warm_cache.
 WarmStartInputs). A run of the same preset, and every run whose settings
 share that key (other seeds, RL settings or experience modes), then loads
 them instead of training. An entry already in the cache is reported, not
-rebuilt. Paper-scale presets start from checkpoints and have no warm start.
+rebuilt; it names its actor's inputs (warm_actors.py), so runs that teach
+the extractor otherwise find that actor. Paper-scale presets start from
+checkpoints and have no warm start.
 """
 from __future__ import annotations
 
@@ -55,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     cache = WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg))
     needed = ["actor"] + (["extractor"] if cfg.experience.mode != "none" else [])
     if all(cache.has(n) for n in needed):
+        from crl_jax.training.warm_actors import actor_inputs_key, mark_actor
+        mark_actor(cache, actor_inputs_key(cfg))  # an entry made before it named them
         print(f"already cached: {cache.path}")
         return 0
     with tempfile.TemporaryDirectory(prefix="warm_start_") as scratch:

@@ -30,6 +30,7 @@ from crl_jax.training.metrics import PhaseTimings
 from crl_jax.training.oracle import oracle_entries, oracle_plans
 from crl_jax.training.tasks import (DEMO_TURNS_FACTOR, TaskSource, episode_cap, household_split,
                                    task_source)
+from crl_jax.training.warm_actors import actor_inputs_key, entry_with_actor
 from crl_jax.training.warm_cache import (WarmStartCache, actor_key, adopt_actor, record_warm_start,
                                          recorded_warm_start, warm_start_key)
 from crl_jax.training.warm_stage import warm_start_models
@@ -213,8 +214,11 @@ def _warm_start_cache(cfg: RunConfig, out_dir: str, resume: bool) -> WarmStartCa
     if not cfg.warm_start.cache_dir or cfg.actor.checkpoint:
         return None
     cache, twin = WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg)), actor_key(cfg)
+    if not cache.has("actor"):  # an entry whose actor was trained from the same inputs
+        twin = (twin if WarmStartCache(cache.root, twin).has("actor") else
+                entry_with_actor(cache.root, actor_inputs_key(cfg), but=cache.key) or twin)
     if adopt_actor(cache, twin):
-        log.info("warm start %s: its actor is %s's (only the extractor's teaching differs)",
+        log.info("warm start %s: its actor is %s's (only the extractor differs)",
                  cache.key, twin)
     grew_from = recorded_warm_start(out_dir) if resume else None  # figures check it
     if grew_from is None and jax.process_index() == 0:  # process 0 writes the run's files

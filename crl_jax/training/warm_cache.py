@@ -250,7 +250,7 @@ def _write_json(obj, path: str) -> None:
         json.dump(obj, f)
 
 
-def _replace_file(folder: str, name: str, write) -> None:
+def replace_file(folder: str, name: str, write) -> None:
     """Writes ``folder/name`` through a hidden temporary file (``write(path)``)
     renamed over it: readers see the old file or the new, never part of one."""
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp{os.path.splitext(name)[1]}")
@@ -314,9 +314,9 @@ class WarmStartCache:
         merged = {**self.losses(), **{k: [float(x) for x in v] for k, v in losses.items()}}
         if os.path.isdir(self.path):
             for name, params in weights.items():
-                _replace_file(self.path, f"{name}{WEIGHTS_SUFFIX}",
+                replace_file(self.path, f"{name}{WEIGHTS_SUFFIX}",
                               lambda p, w=params: save_params(w, p))
-            _replace_file(self.path, "losses.json", lambda p: _write_json(merged, p))
+            replace_file(self.path, "losses.json", lambda p: _write_json(merged, p))
             return
         tmp = tempfile.mkdtemp(prefix=f".{self.key}.", dir=self.root)
         try:
@@ -344,7 +344,7 @@ def adopt_actor(cache: WarmStartCache, key: str) -> bool:
     if key == cache.key or cache.has("actor") or not (source.has("actor") and source.tokenizer_dir()):
         return False
     if os.path.isdir(cache.path):  # an entry without an actor: add it
-        _replace_file(cache.path, f"actor{WEIGHTS_SUFFIX}",
+        replace_file(cache.path, f"actor{WEIGHTS_SUFFIX}",
                       lambda p: shutil.copyfile(source.weights("actor"), p))
         return True
     tmp = tempfile.mkdtemp(prefix=f".{cache.key}.", dir=cache.root)

@@ -23,6 +23,7 @@ from crl_jax.training.lesson_demos import LessonBook, lesson_sft_samples
 from crl_jax.training.run_dir import WARM_PROGRESS
 from crl_jax.training.tasks import DEMO_TURNS_FACTOR, episode_cap, household_split
 from crl_jax.training.wandering import wandering_demos
+from crl_jax.training.warm_actors import actor_inputs_key, mark_actor
 from crl_jax.training.warm_cache import WarmStartCache, actor_key, adopt_actor, load_params
 from models.distributed import host_value, sync_processes
 
@@ -151,6 +152,8 @@ def warm_start_models(cfg: RunConfig, demos, sources, actor: Learner, extractor:
     else:
         losses["actor"] = _train_actor(cfg, demos, sources, actor, tok, out_dir, cache)
         _publish(cache, out_dir, "actor", actor, losses["actor"], twin=actor_key(cfg))
+    if cache and jax.process_index() == 0:  # later entries of this actor find it (warm_actors.py)
+        mark_actor(cache, actor_inputs_key(cfg))
     if extractor is not None and not cfg.extractor.checkpoint:
         if cache and cache.has("extractor"):
             extractor.params = load_params(extractor.params, cache.weights("extractor"))

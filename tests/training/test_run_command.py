@@ -134,6 +134,7 @@ def test_resume_reads_the_saved_config(tmp_path):
 
 
 def test_warm_start_stage_builds_the_entry_a_run_then_loads(tmp_path):
+    from crl_jax.training.warm_actors import actor_inputs_key
     from crl_jax.training.warm_cache import warm_start_key
 
     tiny = [f"--warm_start.cache_dir={tmp_path}", "--warm_start.demos=4",
@@ -148,11 +149,13 @@ def test_warm_start_stage_builds_the_entry_a_run_then_loads(tmp_path):
     cfg = config_io.apply_overrides(presets.load_preset("alfworld_cpu"), tiny)
     entry = tmp_path / warm_start_key(cfg)
     assert f"warm start cached: {entry}" in done.stdout
-    assert sorted(os.listdir(entry)) == ["actor.safetensors", "extractor.safetensors",
-                                         "losses.json", "tokenizer"]
+    assert sorted(os.listdir(entry)) == ["actor.safetensors", "actor_inputs.txt",
+                                         "extractor.safetensors", "losses.json", "tokenizer"]
+    os.remove(entry / "actor_inputs.txt")  # as an entry made before the file existed
     again = subprocess.run([sys.executable, stage, *tiny], capture_output=True, text=True,
                            env=env, cwd=ROOT, timeout=600)
     assert again.returncode == 0 and "already cached" in again.stdout
+    assert (entry / "actor_inputs.txt").read_text().strip() == actor_inputs_key(cfg)
 
 
 def test_a_run_ends_with_its_table_and_a_resume_shows_the_whole_run(tmp_path):

@@ -39,7 +39,8 @@ def test_second_run_loads_the_warm_start_and_modes_share_it(tmp_path, monkeypatc
     first.close()
     key = warm_start_key(first.cfg)
     entry = tmp_path / "cache" / key
-    assert sorted(os.listdir(entry)) == ["actor.safetensors", "extractor.safetensors", "losses.json", "tokenizer"]
+    assert sorted(os.listdir(entry)) == ["actor.safetensors", "actor_inputs.txt",
+                                         "extractor.safetensors", "losses.json", "tokenizer"]
     assert len(first.warm_start_losses["actor"]) == 3
     assert recorded_warm_start(str(tmp_path / "a")) == key  # the run says where it started
 
