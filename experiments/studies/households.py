@@ -230,6 +230,12 @@ ACTOR_READ = ("warm_start.extractor_actor_episodes=1", "warm_start.extractor_rea
 # countertop 1" after "take soapbar 1 from cabinet 1"); where a type lies
 # anew in every game only reading the trajectory predicts its lesson.
 READ_ONLY = ("warm_start.extractor_home_rate=0",)
+# ... with 3x its warm-start steps, or twice its layers: taught on the
+# actor's episodes it still named, about half the time, another receptacle
+# of the trajectory (the goal's destination, the last one searched) than
+# the one "take X from Y" names, and its loss still fell at step 300.
+LONGER = ("warm_start.extractor_steps=900",)
+DEEPER = ("extractor.num_layers=4",)
 FIRST_READ = (*DECAYED_READ, "warm_start.guided_source=lessonfirst")
 ONE_HOME = (*FIRST_READ, "experience.lesson_homes=1")
 _FIRST = "one-home lessons taught and shown"
@@ -245,6 +251,10 @@ FIRST = (_FIRST_ORACLE,
                  extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ)),
          Variant(f"{COMP}, extractor taught on the actor's episodes where nothing has a home, "
                  f"{_FIRST}", extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ, *READ_ONLY)),
+         Variant(f"{COMP}, extractor taught on the actor's episodes 3x as long, {_FIRST}",
+                 extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ, *LONGER)),
+         Variant(f"{COMP}, 4-layer extractor taught on the actor's episodes, {_FIRST}",
+                 extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ, *DEEPER)),
          _FIRST_GRPO)
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.
