@@ -25,7 +25,12 @@ from crl_jax.envs.alfworld_expert import room_receptacles
 from crl_jax.envs.alfworld_households import Household
 
 _LESSON = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>[^(]+?) \(room: (?P<room>[^)]*)\)"
-                     r"(?: \(votes: (?P<votes>\d+(?:, \d+)*)\))?$")
+                     r"(?: \(votes: (?P<votes>\d+(?:, \d+)*)\))?"
+                     r"(?: \(evidence: (?P<evidence>[^)]*)\))?$")
+# One receptacle's evidence: "cabinet 1 2/5", found there in 2 of the 5
+# episodes that looked there.
+_LOOKS = re.compile(r"^(?P<recep>[a-z]+ \d+) (?P<found>\d+)/(?P<looked>\d+)$")
+_EVIDENCE_TAIL = re.compile(r" \(evidence: [^)]*\)$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +41,12 @@ class Lesson:
     # The evidence for each home, kept by experience.merger=lesson_votes (the
     # merged lesson's votes, so the next merge adds to them); () otherwise.
     votes: tuple[int, ...] = ()
+    # (receptacle, episodes that found the type there, episodes that looked
+    # there), kept by experience.merger=lesson_evidence: where the type was
+    # not is evidence too, so a home the actor habitually looks at first and
+    # finds a copy in now and then does not outvote the home that holds it
+    # most often (``rank_by_evidence``); () otherwise.
+    evidence: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def head(self) -> str:
@@ -45,7 +56,14 @@ class Lesson:
     @property
     def text(self) -> str:
         votes = f" (votes: {', '.join(map(str, self.votes))})" if self.votes else ""
-        return f"{self.head} (room: {', '.join(self.room)}){votes}"
+        return f"{self.head} (room: {', '.join(self.room)}){votes}{self.evidence_text}"
+
+    @property
+    def evidence_text(self) -> str:
+        """" (evidence: cabinet 1 2/5, drawer 1 0/3)", or "" without evidence."""
+        if not self.evidence:
+            return ""
+        return " (evidence: " + ", ".join(f"{r} {f}/{n}" for r, f, n in self.evidence) + ")"
 
 
 def parse_lesson(text: str) -> Lesson | None:
@@ -57,10 +75,13 @@ def parse_lesson(text: str) -> Lesson | None:
     homes = tuple(h.strip().removeprefix("go to ").strip()
                   for h in m.group("homes").split(" > ") if h.strip())
     votes = tuple(int(v) for v in m.group("votes").split(", ")) if m.group("votes") else ()
+    looks = [_LOOKS.match(x.strip()) for x in (m.group("evidence") or "").split(",") if x.strip()]
     if not homes or not all(_is_name(r) for r in room + homes) or \
-            (votes and len(votes) != len(homes)):
+            (votes and len(votes) != len(homes)) or not all(looks):
         return None
-    return Lesson(m.group("otype"), room, homes, votes)
+    evidence = tuple((x.group("recep"), int(x.group("found")), int(x.group("looked")))
+                     for x in looks)
+    return Lesson(m.group("otype"), room, homes, votes, evidence)
 
 
 def _is_name(text: str) -> bool:
@@ -81,7 +102,9 @@ def about_room(text: str, room: str) -> str:
     if not m or not room:
         return text
     homes = tuple(h.removeprefix("go to ") for h in m.group("homes").split(" > "))
-    return Lesson(m.group("otype"), tuple(r.strip() for r in room.split(",")), homes).text
+    tail = _EVIDENCE_TAIL.search(text.strip())  # the rule reader's evidence stays with it
+    return (Lesson(m.group("otype"), tuple(r.strip() for r in room.split(",")), homes).text
+            + (tail.group(0) if tail else ""))
 
 
 def room_of(first_observation: str) -> tuple[str, ...]:
@@ -152,6 +175,38 @@ def read_homes(goal: str, trajectory: str, keep: int = 2) -> tuple[str, ...]:
     return tuple(found[:keep])
 
 
+def read_evidence(goal: str, trajectory: str) -> str | None:
+    """``read_lesson``'s one-home lesson with its evidence: found at the
+    first pick-up's receptacle (1/1), and not found at each other receptacle
+    the trajectory went to before it (0/1; a receptacle gone to and left
+    unopened counts too: the clipped text cannot tell). None when the
+    goal's type was never picked up."""
+    homes = read_homes(goal, trajectory, keep=1)
+    if not homes:
+        return None
+    looked: list[str] = []
+    for step in trajectory.split(" | "):
+        action = " ".join(step.split(" -> ")[0].split())
+        if _TAKE_STEP.match(" ".join(step.split())) and action.endswith(f"from {homes[0]}"):
+            break
+        recep = action.removeprefix("go to ")
+        if action.startswith("go to ") and _is_name(recep) and recep not in (*looked, homes[0]):
+            looked.append(recep)
+    lesson = Lesson(goal_object(goal), (), homes,
+                    evidence=((homes[0], 1, 1), *((r, 0, 1) for r in looked)))
+    return lesson.head + lesson.evidence_text
+
+
+def rank_by_evidence(evidence: dict[str, tuple[int, int]], keep: int) -> list[str]:
+    """The receptacles the type was found at, by the share of looks that
+    found it (with one found and one missed look added to each, so one lucky
+    look does not outrank many), at most ``keep``; ties to the order given."""
+    order = {r: i for i, r in enumerate(evidence)}
+    rate = {r: (f + 1) / (n + 2) for r, (f, n) in evidence.items()}
+    found = [r for r, (f, _) in evidence.items() if f > 0]
+    return sorted(found, key=lambda r: (-rate[r], order[r]))[:keep]
+
+
 def read_lesson(goal: str, trajectory: str, keep: int = 2) -> str | None:
     """The lesson a trajectory text supports, as its type and homes without
     a room ("mug: go to countertop 2"; ``read_homes``); None when the goal's
@@ -179,7 +234,8 @@ def lesson_query(goal: str, room: str) -> str:
     return lesson_key(goal_object(goal), room)
 
 
-def merge_lessons(texts: list[str], keep: int = 2, carry_votes: bool = False) -> list[str]:
+def merge_lessons(texts: list[str], keep: int = 2, carry_votes: bool = False,
+                  evidence: bool = False) -> list[str]:
     """A merge decision (experience.merger=lessons): lessons about the same
     type in the same room become one, whose homes are ranked by the votes of
     the lessons merged (2 for a lesson's first home, 1 for its second; ties
@@ -190,7 +246,11 @@ def merge_lessons(texts: list[str], keep: int = 2, carry_votes: bool = False) ->
     ``carry_votes`` (experience.merger=lesson_votes): the merged lesson keeps
     its homes' votes, and a lesson that has votes brings them to the next
     merge instead of 2 and 1, so a lesson states the evidence of every
-    episode merged into it, not of the last few."""
+    episode merged into it, not of the last few.
+
+    ``evidence`` (experience.merger=lesson_evidence): the merged lesson sums
+    its lessons' evidence (a lesson without any brings its first home found
+    once in one look) and names the homes ``rank_by_evidence`` ranks."""
     groups: dict[str, list[Lesson]] = {}
     out: list[str | tuple] = []
     seen_text = set()
@@ -216,8 +276,20 @@ def merge_lessons(texts: list[str], keep: int = 2, carry_votes: bool = False) ->
         if len(group) == 1:
             result.append(group[0].text)
             continue
-        result.append(_merged(group, keep, carry_votes).text)
+        result.append((_merged_evidence(group, keep) if evidence else
+                       _merged(group, keep, carry_votes)).text)
     return result
+
+
+def _merged_evidence(group: list[Lesson], keep: int) -> Lesson:
+    totals: dict[str, tuple[int, int]] = {}
+    for lesson in group:
+        for recep, found, looked in lesson.evidence or ((lesson.homes[0], 1, 1),):
+            f, n = totals.get(recep, (0, 0))
+            totals[recep] = (f + found, n + looked)
+    homes = rank_by_evidence(totals, keep) or group[0].homes[:keep]  # none found: as written
+    return Lesson(group[0].otype, group[0].room, tuple(homes),
+                  evidence=tuple((r, f, n) for r, (f, n) in totals.items()))
 
 
 def _merged(group: list[Lesson], keep: int, carry_votes: bool) -> Lesson:
@@ -233,8 +305,10 @@ def _merged(group: list[Lesson], keep: int, carry_votes: bool) -> Lesson:
 
 
 def lesson_as_read(text: str) -> str:
-    """A stored text as a reader sees it: a lesson without its votes (they
-    are the merge's bookkeeping; the actor was taught on lessons without
+    """A stored text as a reader sees it: a lesson without its votes or
+    evidence (they are the merge's bookkeeping; the actor was taught on lessons without
     them); any other text as it is."""
     lesson = parse_lesson(text)
-    return dataclasses.replace(lesson, votes=()).text if lesson and lesson.votes else text
+    if lesson and (lesson.votes or lesson.evidence):
+        return dataclasses.replace(lesson, votes=(), evidence=()).text
+    return text

@@ -107,8 +107,9 @@ def index_text(text: str, retrieval_key: str) -> str:
 
 def shown_text(text: str) -> str:
     """An entry's text as the actor and the extractor read it: a households
-    lesson without the votes experience.merger=lesson_votes keeps in it."""
-    if "(votes: " not in text:
+    lesson without the votes or evidence experience.merger=lesson_votes or
+    lesson_evidence keeps in it."""
+    if "(votes: " not in text and "(evidence: " not in text:
         return text
     from crl_jax.envs.alfworld_lessons import lesson_as_read
     return lesson_as_read(text)

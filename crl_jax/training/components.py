@@ -167,7 +167,9 @@ def experience_merger(x, extractor_merge):
     return {"extractor": extractor_merge, "dedup": setup.dedup_merger,
             "lessons": functools.partial(merge_lessons, keep=x.lesson_homes),
             "lesson_votes": functools.partial(merge_lessons, keep=x.lesson_homes,
-                                              carry_votes=True)}[x.merger]
+                                              carry_votes=True),
+            "lesson_evidence": functools.partial(merge_lessons, keep=x.lesson_homes,
+                                                 evidence=True)}[x.merger]
 
 
 def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
@@ -181,7 +183,7 @@ def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
     reader = agent
     if cfg.controls.lesson_reader == "rule":  # a control: lessons read by rule
         from crl_jax.training.lesson_controls import RuleLessonReader
-        reader = RuleLessonReader(agent)
+        reader = RuleLessonReader(agent, evidence=cfg.experience.merger == "lesson_evidence")
     return agent, setup.make_manager(cfg, reader, merger)
 
 

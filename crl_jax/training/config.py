@@ -104,14 +104,17 @@ class ExperienceSpec(ExperienceModeProperties):
     controls section for which plan)."""
     guided_fraction: float = 0.5  # 1.0 = all-guided rollouts (an ablation)
     merge_every: int = 5  # actor steps; 0 = no merge (ablation)
-    merger: Literal["extractor", "dedup", "lessons", "lesson_votes"] = "extractor"
+    merger: Literal["extractor", "dedup", "lessons", "lesson_votes", "lesson_evidence"] = "extractor"
     """Who decides a merge: the extractor (paper), exact-duplicate removal
     (tiny presets, whose extractor is not warm-started on merges), or
     (households) lessons of one type and room combined by their homes' votes;
     lesson_votes keeps the votes in the merged lesson, so it states every
-    merged episode's evidence (alfworld_lessons.merge_lessons)."""
+    merged episode's evidence; lesson_evidence keeps, per receptacle, the
+    episodes that found the type there and those that looked there, and
+    ranks homes by that share (with controls.lesson_reader=rule, which then
+    writes where each episode looked in vain; alfworld_lessons.merge_lessons)."""
     lesson_homes: int = 2
-    """merger lessons / lesson_votes: the homes a merged lesson keeps, most
+    """merger lessons / lesson_votes / lesson_evidence: the homes a merged lesson keeps, most
     voted first (1: the one-home form warm_start.guided_source=lessonfirst
     teaches)."""
     search_and_ask: bool = False

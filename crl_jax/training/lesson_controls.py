@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from crl_jax.envs.alfworld_lessons import lesson_key, read_lesson
+from crl_jax.envs.alfworld_lessons import lesson_key, read_evidence, read_lesson
 from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
 from crl_jax.rl import prompts
 from crl_jax.rl.extractor import request_view
@@ -79,15 +79,18 @@ class RuleLessonReader:
     reads), or no lesson; the extractor answers everything else. What the
     bank would learn if the extractor never misread, from the same evidence:
     the gap to the learned bank is the extractor's, the gap to the oracle
-    lesson the evidence's."""
+    lesson the evidence's. With ``evidence`` (experience.merger=
+    lesson_evidence) its lesson also states where the episode looked in
+    vain before the pick-up (alfworld_lessons.read_evidence)."""
 
-    def __init__(self, extractor):
+    def __init__(self, extractor, evidence: bool = False):
         self.extractor = extractor
+        self.read = read_evidence if evidence else read_lesson
 
     def __call__(self, request: ExtractionRequest) -> ExtractorReply:
         if request.kind != "consolidate":
             return self.extractor(request)
         prompt = prompts.render_extractor_compact(request_view(request))
         # read from the prompt itself, so the rule sees the trajectory as clipped there
-        return ExtractorReply(prompt, extractor_response(read_lesson(*prompt_lines(prompt, "goal",
-                                                                                    "traj"))))
+        return ExtractorReply(prompt, extractor_response(self.read(*prompt_lines(prompt, "goal",
+                                                                                  "traj"))))
