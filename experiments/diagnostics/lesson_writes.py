@@ -27,6 +27,11 @@ trajectory shows.
 
 --prompts_from=RUN_DIR has every run's extractors answer that run's
 prompts instead: extractors taught differently, on the same episodes.
+
+--evidence counts, per pool room and goal type, where the episodes' own
+trajectories show the object picked up (read by rule): at the household's
+first home, its second, or elsewhere. A bank that merges lessons by votes
+can be no righter than the majority of these picks.
 """
 from __future__ import annotations
 
@@ -55,6 +60,9 @@ class Command:
     examples: int = 0
     """Also print this many replies judged "wrong homes", each with its
     goal, the trajectory it was shown and the lesson that text shows."""
+    evidence: bool = False
+    """Also count where the episodes picked up the goal's type, per pool
+    room and type: the household's first home, its second, or elsewhere."""
     prompts_from: str | None = None
     """With --greedy: answer the consolidation prompts of this run's last
     checkpoint instead of each run's own, so extractors taught differently
@@ -78,6 +86,36 @@ def writes_of(host_state: dict) -> dict:
     return {"episodes": host_state["manager"]["counters"].get("episodes", 0),
             "writing_replies": len(samples),
             **_shares([s["response"] for s in samples], [s["prompt"] for s in samples])}
+
+
+def pick_evidence(host_state: dict, split) -> dict[tuple[str, str], Counter]:
+    """{(room, type): Counter of "first"/"second"/"other"}: where each
+    consolidated trajectory about a pool household shows its goal's type
+    picked up, against that household's homes (``split.rl_members()``)."""
+    from crl_jax.envs.alfworld_lessons import parse_lesson, read_lesson
+    from crl_jax.training.lesson_demos import prompt_lines
+    rooms = {", ".join(h.signature): h for h in split.rl_members()}
+    out: dict[tuple[str, str], Counter] = {}
+    for s in _consolidations(host_state):
+        goal, room, traj = prompt_lines(s["prompt"], "goal", "room", "traj")
+        shown = read_lesson(goal, traj)
+        lesson = parse_lesson(f"{shown} (room: {room})") if shown and room in rooms else None
+        if lesson is None:
+            continue
+        homes = rooms[room].home_names(lesson.otype)
+        where = ("first" if lesson.homes[0] == homes[0] else
+                 "second" if lesson.homes[0] in homes else "other")
+        out.setdefault((room, lesson.otype), Counter())[where] += 1
+    return out
+
+
+def evidence_line(pairs: dict[tuple[str, str], Counter]) -> str:
+    total = sum(pairs.values(), Counter())
+    n = sum(total.values())
+    majority = sum(c.most_common(1)[0][0] == "first" for c in pairs.values())
+    return (f"picks at the first home {total['first'] / max(1, n):.2f}, the second "
+            f"{total['second'] / max(1, n):.2f}, elsewhere {total['other'] / max(1, n):.2f} "
+            f"({n} picks); the first home leads in {majority} of {len(pairs)} room/type pairs")
 
 
 def wrong_home_examples(host_state: dict, n: int) -> list[str]:
@@ -153,6 +191,21 @@ def main(argv=None) -> int:
               + ", ".join(f"{k} {out[k]:.2f}" for k in VERDICTS))
         for text in wrong_home_examples(restored.host_state, command.examples):
             print(f"  wrong homes:\n    " + text.replace("\n", "\n    "))
+        if command.evidence:
+            from crl_jax.training.config import RunConfig
+            from crl_jax.training.config_io import load_config_json
+            from crl_jax.training.tasks import household_split
+            split = household_split(load_config_json(RunConfig, os.path.join(run, "config.json")))
+            pairs = pick_evidence(restored.host_state, split)
+            print("  evidence: " + evidence_line(pairs))
+            for (room, otype), c in sorted(pairs.items(), key=lambda kv: -sum(kv[1].values())):
+                print(f"    {otype} in ({room[:40]}...): " + ", ".join(f"{k} {c[k]}" for k in
+                                                                  ("first", "second", "other")))
+            out["evidence"] = {"first": sum(c["first"] for c in pairs.values()),
+                               "second": sum(c["second"] for c in pairs.values()),
+                               "other": sum(c["other"] for c in pairs.values()),
+                               "pairs": len(pairs), "first_leads": sum(
+                                   c.most_common(1)[0][0] == "first" for c in pairs.values())}
         if command.greedy:
             greedy = greedy_shares(run, restored.step, shared)
             report[run]["greedy"] = greedy

@@ -123,3 +123,28 @@ def test_lesson_writes_greedy_answers_the_same_prompts_with_warm_then_last_extra
         assert out["warm"]["invented"] == 1.0 and out["last"]["invented"] == 1.0
     else:
         assert out["warm"]["right"] == 1.0 and out["last"]["wrong homes"] == 1.0
+
+
+def test_lesson_writes_counts_where_the_episodes_picked_the_type_up():
+    """--evidence: per pool room and type, picks at the household's first
+    home, its second, elsewhere; rooms outside the pool and episodes that
+    picked nothing up are left out."""
+    import types
+    from collections import Counter
+
+    from experiments.diagnostics.lesson_writes import evidence_line, pick_evidence
+    household = types.SimpleNamespace(signature=tuple(ROOM.split(", ")),
+                                      home_names=lambda otype: ["fridge 1", "countertop 1"])
+    split = types.SimpleNamespace(rl_members=lambda: [household])
+    at_second = demo_extractor_prompt(DEMO, room=ROOM)
+    at_first = at_second.replace("countertop 1 ->", "fridge 1 ->").replace(
+        "from countertop 1", "from fridge 1")
+    at_other = at_second.replace("from countertop 1", "from cabinet 1")
+    elsewhere = demo_extractor_prompt(DEMO, room="bed 1, desk 1")
+    lost = demo_extractor_prompt(cut_before_pick(DEMO), room=ROOM)
+    samples = [{"kind": "consolidate", "prompt": p, "response": ""}
+               for p in (at_second, at_second, at_first, at_other, elsewhere, lost)]
+    pairs = pick_evidence({"manager": {"training_buffer": {"samples": samples}}}, split)
+    assert pairs == {(ROOM, "apple"): Counter(second=2, first=1, other=1)}
+    assert evidence_line(pairs) == ("picks at the first home 0.25, the second 0.50, elsewhere "
+                                    "0.25 (4 picks); the first home leads in 0 of 1 room/type pairs")
