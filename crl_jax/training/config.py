@@ -283,11 +283,15 @@ class RunConfig:
         asked = {"extractor_reads_shown": ws.extractor_reads_shown,
                  "extractor_wanders": ws.extractor_wanders,
                  "extractor_actor_episodes": ws.extractor_actor_episodes,
-                 "extractor_home_rate": ws.extractor_home_rate != -1.0}
+                 "extractor_home_rate": ws.extractor_home_rate != -1.0,
+                 "extractor_writes_evidence": ws.extractor_writes_evidence}
         for key, value in asked.items():
             if value and not self.env.households:
                 raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
                                  "env.households > 0")
+        if ws.extractor_writes_evidence and not ws.extractor_reads_shown:
+            raise ValueError("warm_start.extractor_writes_evidence states what the prompt shows: "
+                             "it needs warm_start.extractor_reads_shown=true")
 
     def _check_pools(self) -> None:
         """The RL pool, the warm start's games and the households agree."""

@@ -40,8 +40,9 @@ import numpy as np
 
 from crl_jax.envs.alfworld_expert import PICK, AlfWorldEnvExpert, kind_of
 from crl_jax.envs.alfworld_households import household_game, household_index
-from crl_jax.envs.alfworld_lessons import (Lesson, first_home, lesson_steps, parse_lesson,
-                                           read_homes, room_of, true_lesson)
+from crl_jax.envs.alfworld_lessons import (Lesson, about_room, first_home, lesson_steps,
+                                           parse_lesson, read_evidence, read_homes, room_of,
+                                           true_lesson)
 from crl_jax.rl.batch import Sample
 from crl_jax.training.warmstart import (Demo, demo_extractor_prompt, extractor_response,
                                        play_expert, with_missteps)
@@ -166,7 +167,7 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                        failure_fraction: float = 0.5, shown_fraction: float = 0.5,
                        max_shown: int = 2, room_jitter: float = 0.0, write_room: bool = True,
                        wrong_picks: float = 0.0, missteps: float = 0.0,
-                       read_shown: bool = False) -> list[Sample]:
+                       read_shown: bool = False, evidence: bool = False) -> list[Sample]:
     """The extractor's warm-start pairs for households (in place of
     warmstart.extractor_sft_samples' plans): each trajectory, and with
     probability ``failure_fraction`` a copy cut short as a lost episode, and
@@ -181,11 +182,14 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     wrong number, "Nothing happens."), the lesson it supports unchanged, as
     the actor's trajectories in RL have such steps and the expert's never.
     With ``read_shown`` a lesson states only the pick-ups the prompt shows
-    (``shown_lesson``). Without ``write_room`` the answered lessons end
-    before their room (the shown ones keep it, as the bank's entries do)."""
+    (``shown_lesson``), and with ``evidence`` where it looked in vain too.
+    Without ``write_room`` the answered lessons end before their room (the
+    shown ones keep it, as the bank's entries do)."""
 
     def written(lesson: str | None) -> str | None:
-        return lesson if lesson is None or write_room else parse_lesson(lesson).head
+        if lesson is None or write_room:
+            return lesson
+        return parse_lesson(lesson).head + parse_lesson(lesson).evidence_text
 
     known = [x for d in demos if (x := trajectory_lesson(d))]  # shown as the bank holds them
     pool = [a for d in demos for a in d.actions] or ["look"]
@@ -204,7 +208,7 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                 lesson = lesson and dataclasses.replace(parse_lesson(lesson), room=room).text
             prompt = demo_extractor_prompt(shown_demo, shown=shown, room=", ".join(room))
             if read_shown and lesson:
-                lesson = shown_lesson(prompt, parse_lesson(lesson))
+                lesson = shown_lesson(prompt, parse_lesson(lesson), evidence)
             p = tokenizer.encode(prompt)
             r = tokenizer.encode(extractor_response(written(lesson))) + [tokenizer.eos_id]
             samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
@@ -229,13 +233,17 @@ def _copies(d: Demo, rng: np.random.Generator, failure_fraction: float, wrong_pi
     return copies
 
 
-def shown_lesson(prompt: str, lesson: Lesson) -> str | None:
+def shown_lesson(prompt: str, lesson: Lesson, evidence: bool = False) -> str | None:
     """``lesson`` with the homes its consolidation ``prompt`` shows (the
     pick-ups in its "traj:" line, which the prompt clips at
     prompts.EXTRACTOR_TRAJ_CHARS), or None when it shows none: a long
     search's pick-up past the clip is no evidence the extractor can read,
     and a target naming it teaches the extractor to write homes it cannot
-    see."""
+    see. With ``evidence``: its first home, with where the prompt shows the
+    episode looked in vain before it (alfworld_lessons.read_evidence)."""
+    if evidence:
+        read = read_evidence(*prompt_lines(prompt, "goal", "traj"))
+        return read and about_room(read, ", ".join(lesson.room))
     homes = read_homes(*prompt_lines(prompt, "goal", "traj"), len(lesson.homes))
     return dataclasses.replace(lesson, homes=homes).text if homes else None
 

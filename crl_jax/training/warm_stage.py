@@ -122,7 +122,8 @@ def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok
                                      write_room=ws.extractor_writes_room,
                                      wrong_picks=ws.extractor_wrong_picks,
                                      missteps=ws.extractor_missteps,
-                                     read_shown=ws.extractor_reads_shown)
+                                     read_shown=ws.extractor_reads_shown,
+                                     evidence=ws.extractor_writes_evidence)
     else:
         samples = warmstart.extractor_sft_samples(demos, ext_tok, rng,
                                                   ask_fraction=ws.ask_fraction,

@@ -87,6 +87,12 @@ class WarmStartSpec:
     pick-ups its prompt shows (a trajectory is clipped at 700 characters,
     and a long search's pick-up past the clip gives no lesson). False: the
     lesson of the whole trajectory, which can name a home the prompt hides."""
+    extractor_writes_evidence: bool = False
+    """Households, with extractor_reads_shown: the extractor's warm-start
+    lessons also state where the episode looked in vain before its pick-up
+    ("mug: go to shelf 1 (evidence: shelf 1 1/1, desk 1 0/1)";
+    alfworld_lessons.read_evidence), the evidence experience.merger=
+    lesson_evidence ranks homes by. False: the home alone."""
     extractor_wanders: float = 0.0
     """Households: the extractor's warm start also reads one episode per
     demonstration's game played by a wandering expert, which sends a random

@@ -246,6 +246,10 @@ DEEPER = ("extractor.num_layers=4",)
 # against 9 and 6 for the first (lesson_writes.py --evidence), so the
 # rule's merged votes named the second home.
 EVIDENCE = ("experience.merger=lesson_evidence", "experience.merge_every=1")
+# ... written by the extractor, taught so in its warm start; a lesson with
+# eight receptacles looked at in vain is 84 tokens of reply.
+WRITES_EVIDENCE = (*EVIDENCE, "warm_start.extractor_writes_evidence=true",
+                   "experience.extractor_max_new_tokens=128")
 FIRST_READ = (*DECAYED_READ, "warm_start.guided_source=lessonfirst")
 ONE_HOME = (*FIRST_READ, "experience.lesson_homes=1")
 _FIRST = "one-home lessons taught and shown"
@@ -257,6 +261,9 @@ FIRST = (_FIRST_ORACLE,
                  ("controls.lesson_reader=rule", *ONE_HOME, *VOTES)),
          Variant(f"{RULE}, merged by evidence, {_FIRST}", "static_online",
                  ("controls.lesson_reader=rule", *ONE_HOME, *EVIDENCE)),
+         Variant(f"{COMP}, extractor taught on the actor's episodes to write evidence, "
+                 f"merged by evidence, {_FIRST}",
+                 extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ, *WRITES_EVIDENCE)),
          Variant(f"{COMP}, greedy extractor, batches of 16, {_FIRST}",
                  extra=(*ONE_HOME, *GREEDY, *BATCH_16)),
          Variant(f"{COMP}, extractor taught on the actor's episodes, {_FIRST}",
