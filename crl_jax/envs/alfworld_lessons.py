@@ -31,6 +31,10 @@ _LESSON = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>[^(]+?) \(room: (?P<room>[^
 # episodes that looked there.
 _LOOKS = re.compile(r"^(?P<recep>[a-z]+ \d+) (?P<found>\d+)/(?P<looked>\d+)$")
 _EVIDENCE_TAIL = re.compile(r" \(evidence: [^)]*\)$")
+# The head of a lesson with evidence but no home yet: an episode that looked
+# in vain and picked nothing up (experience.merger=lesson_evidence). Readers
+# never see it (lesson_as_read gives ""); a merge adds its looks.
+NO_HOME = "no home yet"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +54,10 @@ class Lesson:
 
     @property
     def head(self) -> str:
-        """The type and homes, without the room ("mug: go to countertop 2")."""
+        """The type and homes, without the room ("mug: go to countertop 2");
+        a lesson of looks in vain alone names no home (NO_HOME)."""
+        if not self.homes:
+            return f"{self.otype}: {NO_HOME}"
         return f"{self.otype}: " + " > ".join(f"go to {h}" for h in self.homes)
 
     @property
@@ -72,11 +79,11 @@ def parse_lesson(text: str) -> Lesson | None:
     if not m:
         return None
     room = tuple(r.strip() for r in m.group("room").split(","))
-    homes = tuple(h.strip().removeprefix("go to ").strip()
-                  for h in m.group("homes").split(" > ") if h.strip())
+    homes = () if m.group("homes").strip() == NO_HOME else tuple(
+        h.strip().removeprefix("go to ").strip() for h in m.group("homes").split(" > ") if h.strip())
     votes = tuple(int(v) for v in m.group("votes").split(", ")) if m.group("votes") else ()
     looks = [_LOOKS.match(x.strip()) for x in (m.group("evidence") or "").split(",") if x.strip()]
-    if not homes or not all(_is_name(r) for r in room + homes) or \
+    if not (homes or looks) or not all(_is_name(r) for r in room + homes) or \
             (votes and len(votes) != len(homes)) or not all(looks):
         return None
     evidence = tuple((x.group("recep"), int(x.group("found")), int(x.group("looked")))
@@ -88,7 +95,8 @@ def _is_name(text: str) -> bool:
     return re.fullmatch(r"[a-z]+ \d+", text) is not None
 
 
-_LESSON_HEAD = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>go to [a-z]+ \d+(?: > go to [a-z]+ \d+)*)")
+_LESSON_HEAD = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>go to [a-z]+ \d+(?: > go to [a-z]+ \d+)*"
+                          f"|{NO_HOME})")
 
 
 def about_room(text: str, room: str) -> str:
@@ -101,7 +109,8 @@ def about_room(text: str, room: str) -> str:
     m = _LESSON_HEAD.match(text.strip())
     if not m or not room:
         return text
-    homes = tuple(h.removeprefix("go to ") for h in m.group("homes").split(" > "))
+    homes = () if m.group("homes") == NO_HOME else tuple(
+        h.removeprefix("go to ") for h in m.group("homes").split(" > "))
     tail = _EVIDENCE_TAIL.search(text.strip())  # the rule reader's evidence stays with it
     return (Lesson(m.group("otype"), tuple(r.strip() for r in room.split(",")), homes).text
             + (tail.group(0) if tail else ""))
@@ -178,23 +187,38 @@ def read_homes(goal: str, trajectory: str, keep: int = 2) -> tuple[str, ...]:
 def read_evidence(goal: str, trajectory: str) -> str | None:
     """``read_lesson``'s one-home lesson with its evidence: found at the
     first pick-up's receptacle (1/1), and not found at each other receptacle
-    the trajectory went to before it (0/1; a receptacle gone to and left
-    unopened counts too: the clipped text cannot tell). None when the
-    goal's type was never picked up."""
+    the trajectory looked into before it (0/1). An episode that never picked
+    the goal's type up gives its looks in vain alone (a lesson of NO_HOME):
+    lessons read from pick-ups alone hear only from the episodes that found
+    the type, which are where the actor happened to look. None when it
+    looked nowhere and picked nothing up.
+
+    A look is an arrival whose observation shows a surface's contents
+    ("You arrive at countertop 1. On ...") or an opening ("You open ...");
+    arriving at a closed container and leaving is none."""
     homes = read_homes(goal, trajectory, keep=1)
-    if not homes:
-        return None
     looked: list[str] = []
     for step in trajectory.split(" | "):
-        action = " ".join(step.split(" -> ")[0].split())
-        if _TAKE_STEP.match(" ".join(step.split())) and action.endswith(f"from {homes[0]}"):
+        action, _, seen = (" ".join(part.split()) for part in step.partition(" -> "))
+        if homes and _TAKE_STEP.match(f"{action} -> {seen}") and action.endswith(f"from {homes[0]}"):
             break
-        recep = action.removeprefix("go to ")
-        if action.startswith("go to ") and _is_name(recep) and recep not in (*looked, homes[0]):
+        recep = _looked_into(action, seen)
+        if recep and recep not in (*looked, *homes):
             looked.append(recep)
+    if not (homes or looked):
+        return None
     lesson = Lesson(goal_object(goal), (), homes,
-                    evidence=((homes[0], 1, 1), *((r, 0, 1) for r in looked)))
+                    evidence=(*((h, 1, 1) for h in homes), *((r, 0, 1) for r in looked)))
     return lesson.head + lesson.evidence_text
+
+
+def _looked_into(action: str, seen: str) -> str | None:
+    """The receptacle a step showed the contents of, if any."""
+    for verb, shows in (("go to ", "You arrive at {}. On"), ("open ", "You open ")):
+        recep = action.removeprefix(verb)
+        if action.startswith(verb) and _is_name(recep) and seen.startswith(shows.format(recep)):
+            return recep
+    return None
 
 
 def rank_by_evidence(evidence: dict[str, tuple[int, int]], keep: int) -> list[str]:
@@ -287,8 +311,7 @@ def _merged_evidence(group: list[Lesson], keep: int) -> Lesson:
         for recep, found, looked in lesson.evidence or ((lesson.homes[0], 1, 1),):
             f, n = totals.get(recep, (0, 0))
             totals[recep] = (f + found, n + looked)
-    homes = rank_by_evidence(totals, keep) or group[0].homes[:keep]  # none found: as written
-    return Lesson(group[0].otype, group[0].room, tuple(homes),
+    return Lesson(group[0].otype, group[0].room, tuple(rank_by_evidence(totals, keep)),
                   evidence=tuple((r, f, n) for r, (f, n) in totals.items()))
 
 
@@ -306,9 +329,11 @@ def _merged(group: list[Lesson], keep: int, carry_votes: bool) -> Lesson:
 
 def lesson_as_read(text: str) -> str:
     """A stored text as a reader sees it: a lesson without its votes or
-    evidence (they are the merge's bookkeeping; the actor was taught on lessons without
+    evidence, "" for a lesson of NO_HOME (they are the merge's bookkeeping; the actor was taught on lessons without
     them); any other text as it is."""
     lesson = parse_lesson(text)
+    if lesson and not lesson.homes:
+        return ""  # looks in vain alone: nothing to read yet
     if lesson and (lesson.votes or lesson.evidence):
         return dataclasses.replace(lesson, votes=(), evidence=()).text
     return text

@@ -57,7 +57,7 @@ def lesson_accuracy(entries, split) -> dict[str, float]:
     first, anywhere, count, covered = 0, 0, 0, set()
     for entry in entries:
         lesson = parse_lesson(entry.text)
-        household = rooms.get(lesson.room) if lesson else None
+        household = rooms.get(lesson.room) if lesson and lesson.homes else None
         if household is None or lesson.otype not in {t.lower() for t in household.goal_types}:
             continue
         homes = household.home_names(lesson.otype)

@@ -182,7 +182,8 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     wrong number, "Nothing happens."), the lesson it supports unchanged, as
     the actor's trajectories in RL have such steps and the expert's never.
     With ``read_shown`` a lesson states only the pick-ups the prompt shows
-    (``shown_lesson``), and with ``evidence`` where it looked in vain too.
+    (``shown_lesson``), and with ``evidence`` where it looked in vain too,
+    a lost copy its looks in vain alone (``shown_evidence``).
     Without ``write_room`` the answered lessons end before their room (the
     shown ones keep it, as the bank's entries do)."""
 
@@ -207,8 +208,10 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                 room = jittered_room(room, _named(d), rng)
                 lesson = lesson and dataclasses.replace(parse_lesson(lesson), room=room).text
             prompt = demo_extractor_prompt(shown_demo, shown=shown, room=", ".join(room))
-            if read_shown and lesson:
-                lesson = shown_lesson(prompt, parse_lesson(lesson), evidence)
+            if read_shown and evidence:
+                lesson = shown_evidence(prompt, room)
+            elif read_shown and lesson:
+                lesson = shown_lesson(prompt, parse_lesson(lesson))
             p = tokenizer.encode(prompt)
             r = tokenizer.encode(extractor_response(written(lesson))) + [tokenizer.eos_id]
             samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
@@ -233,17 +236,22 @@ def _copies(d: Demo, rng: np.random.Generator, failure_fraction: float, wrong_pi
     return copies
 
 
-def shown_lesson(prompt: str, lesson: Lesson, evidence: bool = False) -> str | None:
+def shown_evidence(prompt: str, room: Sequence[str]) -> str | None:
+    """The lesson with its evidence that a consolidation ``prompt`` shows
+    (alfworld_lessons.read_evidence on its "traj:" line: a pick-up's home
+    and the looks in vain before it, or the looks in vain of an episode
+    that picked nothing up), about ``room``; None where it shows neither."""
+    read = read_evidence(*prompt_lines(prompt, "goal", "traj"))
+    return read and about_room(read, ", ".join(room))
+
+
+def shown_lesson(prompt: str, lesson: Lesson) -> str | None:
     """``lesson`` with the homes its consolidation ``prompt`` shows (the
     pick-ups in its "traj:" line, which the prompt clips at
     prompts.EXTRACTOR_TRAJ_CHARS), or None when it shows none: a long
     search's pick-up past the clip is no evidence the extractor can read,
     and a target naming it teaches the extractor to write homes it cannot
-    see. With ``evidence``: its first home, with where the prompt shows the
-    episode looked in vain before it (alfworld_lessons.read_evidence)."""
-    if evidence:
-        read = read_evidence(*prompt_lines(prompt, "goal", "traj"))
-        return read and about_room(read, ", ".join(lesson.room))
+    see."""
     homes = read_homes(*prompt_lines(prompt, "goal", "traj"), len(lesson.homes))
     return dataclasses.replace(lesson, homes=homes).text if homes else None
 

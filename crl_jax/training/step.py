@@ -50,7 +50,9 @@ def retrieve(run: Run, queries: list[str], keys: list[str], record: bool = True)
     out = []
     for f in futures:
         hits = f.result(timeout=run.cfg.experience.bank.thread_timeout_s)
-        out.append((shown_text(hits[0].entry.text), hits[0].entry.id) if hits else None)
+        text = shown_text(hits[0].entry.text) if hits else ""
+        # "" is an entry with nothing to read yet (a households lesson of looks in vain alone)
+        out.append((text, hits[0].entry.id) if text else None)
     return out
 
 

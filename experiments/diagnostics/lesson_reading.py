@@ -59,6 +59,8 @@ def verdict(answer: str, prompt: str) -> str:
     lesson = parse_lesson(about_room(entry, room)) if entry else None
     if lesson is None:
         return "other"
+    if not lesson.homes:  # looks in vain alone (writes_evidence): right where nothing was picked
+        return "right" if shown is None else "other"
     if shown is None:
         return "invented"
     if lesson.head == shown:

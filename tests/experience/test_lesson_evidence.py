@@ -4,8 +4,9 @@ that found it (hand-computed cases)."""
 import dataclasses
 import json
 
-from crl_jax.envs.alfworld_lessons import (Lesson, about_room, merge_lessons, parse_lesson,
-                                           rank_by_evidence, read_evidence, read_lesson)
+from crl_jax.envs.alfworld_lessons import (NO_HOME, Lesson, about_room, merge_lessons,
+                                           parse_lesson, rank_by_evidence, read_evidence,
+                                           read_lesson)
 from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
 from crl_jax.experience.operations import index_text, shown_text
 from crl_jax.training.components import experience_merger
@@ -32,8 +33,14 @@ def test_an_episode_states_where_it_found_the_type_and_where_it_looked_in_vain()
     found_first = "take handtowel 1 from handtowelholder 1 -> You pick up the handtowel 1"
     assert read_evidence(GOAL, found_first) == (
         "handtowel: go to handtowelholder 1 (evidence: handtowelholder 1 1/1)")
+    # an episode that picked nothing up states its looks in vain alone; the
+    # closed cabinet it went to and left is no look, the one it opened is
     never = SEARCHED.split(" | take")[0]
-    assert read_evidence(GOAL, never) is None and read_lesson(GOAL, never) is None
+    assert read_lesson(GOAL, never) is None
+    assert read_evidence(GOAL, never) == (
+        f"handtowel: {NO_HOME} (evidence: handtowelholder 1 0/1, sinkbasin 1 0/1, cabinet 1 0/1)")
+    closed = "go to cabinet 1 -> You arrive at cabinet 1. The cabinet ... | go to drawer 1 -> Nothing"
+    assert read_evidence(GOAL, closed) is None
     # the lesson is the rule reader's, with its evidence after it
     assert read_evidence(GOAL, SEARCHED).startswith(read_lesson(GOAL, SEARCHED, keep=1))
 
@@ -61,6 +68,49 @@ def test_looks_in_vain_outrank_a_habitual_first_look():
                           keep=1, evidence=True)
     assert parse_lesson(again[0]).homes == ("cabinet 1",)
     assert parse_lesson(again[0]).evidence == (("handtowelholder 1", 4, 6), ("cabinet 1", 2, 2))
+
+
+def test_looks_in_vain_of_lost_episodes_join_the_merge_and_are_never_read():
+    """Two episodes found a towel at the holder; three more looked there,
+    found nothing anywhere and were lost. Alone they are a lesson of no
+    home, which a reader sees as nothing; merged, the holder has 2 finds in
+    5 looks (3/7 = 0.43) and cabinet 1 its one find in one look (2/3)."""
+    lost = Lesson("handtowel", ROOM, (), evidence=(("handtowelholder 1", 0, 1),)).text
+    assert lost.startswith(f"handtowel: {NO_HOME} (room: ")
+    assert parse_lesson(lost).homes == () and shown_text(lost) == ""
+    alone = merge_lessons([lost] * 3, keep=1, evidence=True)
+    assert alone == [Lesson("handtowel", ROOM, (), evidence=(("handtowelholder 1", 0, 3),)).text]
+    merged = merge_lessons([_lesson("handtowelholder 1")] * 2 + alone + [_lesson("cabinet 1")],
+                           keep=1, evidence=True)
+    assert parse_lesson(merged[0]).homes == ("cabinet 1",)
+    assert parse_lesson(merged[0]).evidence == (("handtowelholder 1", 2, 5), ("cabinet 1", 1, 1))
+    # the host files it under the episode's room like any lesson
+    assert parse_lesson(about_room(f"handtowel: {NO_HOME} (evidence: handtowelholder 1 0/1)",
+                                   ", ".join(ROOM))) == parse_lesson(lost)
+
+
+def test_a_guided_episode_reads_nothing_from_a_lesson_of_looks_alone():
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from crl_jax.training.step import retrieve
+    texts = [Lesson("handtowel", ROOM, (), evidence=(("sinkbasin 1", 0, 2),)).text,
+             _lesson("cabinet 1", "sinkbasin 1"), None]
+
+    class Manager:
+        def search_many(self, queries, keys, record):
+            out = []
+            for i, text in enumerate(texts):
+                f = Future()
+                f.set_result([SimpleNamespace(entry=SimpleNamespace(text=text, id=i))]
+                             if text else [])
+                out.append(f)
+            return out
+    bank = SimpleNamespace(per_task=False, thread_timeout_s=1.0)
+    run = SimpleNamespace(cfg=SimpleNamespace(experience=SimpleNamespace(bank=bank)),
+                          manager=Manager())
+    assert retrieve(run, ["q"] * 3, ["alfworld"] * 3) == [
+        None, (Lesson("handtowel", ROOM, ("cabinet 1",)).text, 1), None]
 
 
 def test_ranking_needs_a_find_and_breaks_ties_in_order():
