@@ -118,6 +118,24 @@ def evidence_line(pairs: dict[tuple[str, str], Counter]) -> str:
             f"({n} picks); the first home leads in {majority} of {len(pairs)} room/type pairs")
 
 
+def report_evidence(run_dir: str, host_state: dict) -> dict:
+    """Prints ``pick_evidence`` for a run (its households from its
+    config.json), overall and per pair; returns the overall counts."""
+    from crl_jax.training.config import RunConfig
+    from crl_jax.training.config_io import load_config_json
+    from crl_jax.training.tasks import household_split
+    split = household_split(load_config_json(RunConfig, os.path.join(run_dir, "config.json")))
+    pairs = pick_evidence(host_state, split)
+    print("  evidence: " + evidence_line(pairs))
+    for (room, otype), c in sorted(pairs.items(), key=lambda kv: -sum(kv[1].values())):
+        print(f"    {otype} in ({room[:40]}...): "
+              + ", ".join(f"{k} {c[k]}" for k in ("first", "second", "other")))
+    total = sum(pairs.values(), Counter())
+    return {"first": total["first"], "second": total["second"], "other": total["other"],
+            "pairs": len(pairs),
+            "first_leads": sum(c.most_common(1)[0][0] == "first" for c in pairs.values())}
+
+
 def wrong_home_examples(host_state: dict, n: int) -> list[str]:
     """Up to ``n`` consolidation samples whose reply names other homes than
     the trajectory shows, as text: goal, trajectory, shown lesson, reply."""
@@ -192,20 +210,7 @@ def main(argv=None) -> int:
         for text in wrong_home_examples(restored.host_state, command.examples):
             print(f"  wrong homes:\n    " + text.replace("\n", "\n    "))
         if command.evidence:
-            from crl_jax.training.config import RunConfig
-            from crl_jax.training.config_io import load_config_json
-            from crl_jax.training.tasks import household_split
-            split = household_split(load_config_json(RunConfig, os.path.join(run, "config.json")))
-            pairs = pick_evidence(restored.host_state, split)
-            print("  evidence: " + evidence_line(pairs))
-            for (room, otype), c in sorted(pairs.items(), key=lambda kv: -sum(kv[1].values())):
-                print(f"    {otype} in ({room[:40]}...): " + ", ".join(f"{k} {c[k]}" for k in
-                                                                  ("first", "second", "other")))
-            out["evidence"] = {"first": sum(c["first"] for c in pairs.values()),
-                               "second": sum(c["second"] for c in pairs.values()),
-                               "other": sum(c["other"] for c in pairs.values()),
-                               "pairs": len(pairs), "first_leads": sum(
-                                   c.most_common(1)[0][0] == "first" for c in pairs.values())}
+            out["evidence"] = report_evidence(run, restored.host_state)
         if command.greedy:
             greedy = greedy_shares(run, restored.step, shared)
             report[run]["greedy"] = greedy
