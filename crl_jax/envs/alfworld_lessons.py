@@ -79,8 +79,7 @@ def parse_lesson(text: str) -> Lesson | None:
     if not m:
         return None
     room = tuple(r.strip() for r in m.group("room").split(","))
-    homes = () if m.group("homes").strip() == NO_HOME else tuple(
-        h.strip().removeprefix("go to ").strip() for h in m.group("homes").split(" > ") if h.strip())
+    homes = _homes(m.group("homes"))
     votes = tuple(int(v) for v in m.group("votes").split(", ")) if m.group("votes") else ()
     looks = [_LOOKS.match(x.strip()) for x in (m.group("evidence") or "").split(",") if x.strip()]
     if not (homes or looks) or not all(_is_name(r) for r in room + homes) or \
@@ -89,6 +88,13 @@ def parse_lesson(text: str) -> Lesson | None:
     evidence = tuple((x.group("recep"), int(x.group("found")), int(x.group("looked")))
                      for x in looks)
     return Lesson(m.group("otype"), room, homes, votes, evidence)
+
+
+def _homes(walks: str) -> tuple[str, ...]:
+    """The homes a lesson's head names ("go to a 1 > go to b 2"; NO_HOME: none)."""
+    if walks.strip() == NO_HOME:
+        return ()
+    return tuple(h.strip().removeprefix("go to ").strip() for h in walks.split(" > ") if h.strip())
 
 
 def _is_name(text: str) -> bool:
@@ -109,8 +115,7 @@ def about_room(text: str, room: str) -> str:
     m = _LESSON_HEAD.match(text.strip())
     if not m or not room:
         return text
-    homes = () if m.group("homes") == NO_HOME else tuple(
-        h.removeprefix("go to ") for h in m.group("homes").split(" > "))
+    homes = _homes(m.group("homes"))
     tail = _EVIDENCE_TAIL.search(text.strip())  # the rule reader's evidence stays with it
     return (Lesson(m.group("otype"), tuple(r.strip() for r in room.split(",")), homes).text
             + (tail.group(0) if tail else ""))
@@ -329,8 +334,9 @@ def _merged(group: list[Lesson], keep: int, carry_votes: bool) -> Lesson:
 
 def lesson_as_read(text: str) -> str:
     """A stored text as a reader sees it: a lesson without its votes or
-    evidence, "" for a lesson of NO_HOME (they are the merge's bookkeeping; the actor was taught on lessons without
-    them); any other text as it is."""
+    evidence (the merge's bookkeeping; the actor was taught on lessons
+    without them), "" for a lesson of NO_HOME (nothing to read yet); any
+    other text as it is."""
     lesson = parse_lesson(text)
     if lesson and not lesson.homes:
         return ""  # looks in vain alone: nothing to read yet

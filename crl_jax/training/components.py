@@ -216,9 +216,9 @@ def _warm_start_cache(cfg: RunConfig, out_dir: str, resume: bool) -> WarmStartCa
     if not cfg.warm_start.cache_dir or cfg.actor.checkpoint:
         return None
     cache, twin = WarmStartCache(cfg.warm_start.cache_dir, warm_start_key(cfg)), actor_key(cfg)
-    if not cache.has("actor"):  # an entry whose actor was trained from the same inputs
-        twin = (twin if WarmStartCache(cache.root, twin).has("actor") else
-                entry_with_actor(cache.root, actor_inputs_key(cfg), but=cache.key) or twin)
+    if not (cache.has("actor") or WarmStartCache(cache.root, twin).has("actor")):
+        # no twin either: any entry whose actor was trained from the same inputs
+        twin = entry_with_actor(cache.root, actor_inputs_key(cfg), but=cache.key) or twin
     if adopt_actor(cache, twin):
         log.info("warm start %s: its actor is %s's (only the extractor differs)",
                  cache.key, twin)

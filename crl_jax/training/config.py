@@ -114,9 +114,9 @@ class ExperienceSpec(ExperienceModeProperties):
     ranks homes by that share (with controls.lesson_reader=rule, which then
     writes where each episode looked in vain; alfworld_lessons.merge_lessons)."""
     lesson_homes: int = 2
-    """merger lessons / lesson_votes / lesson_evidence: the homes a merged lesson keeps, most
-    voted first (1: the one-home form warm_start.guided_source=lessonfirst
-    teaches)."""
+    """merger lessons / lesson_votes / lesson_evidence: the homes a merged
+    lesson keeps, best first (1: the one-home form
+    warm_start.guided_source=lessonfirst teaches)."""
     search_and_ask: bool = False
     """The actor may ask the bank mid-episode; the extractor rewrites the best hit."""
     extractor_train_after: int = 5  # actor steps of warm-up before extractor training

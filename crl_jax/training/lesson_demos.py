@@ -190,7 +190,8 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     def written(lesson: str | None) -> str | None:
         if lesson is None or write_room:
             return lesson
-        return parse_lesson(lesson).head + parse_lesson(lesson).evidence_text
+        parsed = parse_lesson(lesson)
+        return parsed.head + parsed.evidence_text
 
     known = [x for d in demos if (x := trajectory_lesson(d))]  # shown as the bank holds them
     pool = [a for d in demos for a in d.actions] or ["look"]
