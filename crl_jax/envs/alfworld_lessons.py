@@ -217,12 +217,52 @@ def read_evidence(goal: str, trajectory: str) -> str | None:
     return lesson.head + lesson.evidence_text
 
 
-def _looked_into(action: str, seen: str) -> str | None:
-    """The receptacle a step showed the contents of, if any."""
-    for verb, shows in (("go to ", "You arrive at {}. On"), ("open ", "You open ")):
+def read_sightings(goal: str, trajectory: str) -> str | None:
+    """``read_evidence``'s lesson counted by what each look showed rather
+    than by what the actor picked up, for trajectories whose clipped
+    observations name the goal's objects they showed
+    (experience.trajectory_sightings: "[in view: mug 1]"). The tiny actor
+    often arrives where the type lies and walks on; a pick-up count then
+    scores that home's look as one in vain.
+
+    Each receptacle counts once, at its first look: found (1/1) when the
+    look showed the goal's type, in vain (0/1) otherwise. A look is one
+    ``read_evidence`` counts, or an arrival or opening that showed the
+    type. The home is the first receptacle seen holding the type; an
+    episode that saw it nowhere gives a lesson of NO_HOME. None when it
+    looked nowhere."""
+    otype = goal_object(goal)
+    if not otype:
+        return None
+    named = re.compile(rf"\b{re.escape(otype)} \d+\b")
+    seen_at: dict[str, int] = {}
+    for step in trajectory.split(" | "):
+        action, _, seen = (" ".join(part.split()) for part in step.partition(" -> "))
+        shown = _reached(action, seen) if named.search(seen) else None
+        recep = shown or _looked_into(action, seen)
+        if recep:
+            seen_at.setdefault(recep, int(shown is not None))
+    if not seen_at:
+        return None
+    homes = tuple(r for r, found in seen_at.items() if found)[:1]
+    lesson = Lesson(otype, (), homes, evidence=tuple((r, f, 1) for r, f in seen_at.items()))
+    return lesson.head + lesson.evidence_text
+
+
+def _reached(action: str, seen: str) -> str | None:
+    """The receptacle a step arrived at or opened, whatever it showed."""
+    for verb, shows in (("go to ", "You arrive at {}."), ("open ", "You open ")):
         recep = action.removeprefix(verb)
         if action.startswith(verb) and _is_name(recep) and seen.startswith(shows.format(recep)):
             return recep
+    return None
+
+
+def _looked_into(action: str, seen: str) -> str | None:
+    """The receptacle a step showed the contents of, if any."""
+    recep = _reached(action, seen)
+    if recep and (action.startswith("open ") or seen.startswith(f"You arrive at {recep}. On")):
+        return recep
     return None
 
 

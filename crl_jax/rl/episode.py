@@ -64,12 +64,13 @@ class Episode:
     def generated_tokens(self) -> int:
         return sum(len(t.action_ids) for t in self.turns)
 
-    def trajectory_text(self, obs_chars: int = 40, answers: str = "action") -> str:
+    def trajectory_text(self, obs_chars: int = 40, answers: str = "action", focus: str = "") -> str:
         """The episode as the extractor reads it: each turn's action (or its
-        whole answer, reasoning included: answers="whole") and observation."""
+        whole answer, reasoning included: answers="whole") and observation,
+        clipped ones naming the ``focus`` type's objects they showed."""
         said = [t.text.strip() if answers == "whole" or not t.action else t.action
                 for t in self.turns]
-        return prompts.trajectory_text(said, [t.observation for t in self.turns], obs_chars)
+        return prompts.trajectory_text(said, [t.observation for t in self.turns], obs_chars, focus)
 
     def samples(self, turn_advantages: Sequence[float]) -> list[Sample]:
         """One training sequence per turn: prompt (mask 0) + sampled ids (mask 1)."""

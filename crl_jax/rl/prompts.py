@@ -289,16 +289,32 @@ def parse_merge(response: str) -> list[str] | None:
     return out
 
 
-def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 40) -> str:
+def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 40,
+                    focus: str = "") -> str:
     """A trajectory as "action -> observation" steps joined by " | ", each
     observation cut to ``obs_chars`` (0: whole).
 
     Lines that restate the goal ("Goal: ...", the first line of every MiniHack
     and Sokoban observation) are dropped before clipping: the extractor gets
-    the goal separately, and otherwise the clip keeps nothing else of the step."""
+    the goal separately, and otherwise the clip keeps nothing else of the step.
+
+    With ``focus`` (an object type, "mug"), a clipped observation that named
+    objects of that type the clip cut off ends with them ("[in view: mug 1,
+    mug 2]"): cut to 40 characters, an arrival shows where the actor went,
+    never what lay there (experience.trajectory_sightings)."""
+    named = re.compile(rf"\b{re.escape(focus)} \d+\b") if focus else None
+
     def step(a: str, o: str) -> str:
         o = "\n".join(line for line in o.splitlines() if not line.startswith("Goal:"))
-        return f"{a} -> {_clip(o, obs_chars) if obs_chars else o.strip()}" if o.strip() else a
+        if not o.strip():
+            return a
+        if not obs_chars:
+            return f"{a} -> {o.strip()}"
+        shown = _clip(o, obs_chars)
+        if named:
+            lost = [n for n in dict.fromkeys(named.findall(o)) if n not in named.findall(shown)]
+            shown += f" [in view: {', '.join(lost)}]" if lost else ""
+        return f"{a} -> {shown}"
     return " | ".join(step(a, o) if o else a for a, o in zip(actions, observations))
 
 

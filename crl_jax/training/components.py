@@ -183,7 +183,8 @@ def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
     reader = agent
     if cfg.controls.lesson_reader == "rule":  # a control: lessons read by rule
         from crl_jax.training.lesson_controls import RuleLessonReader
-        reader = RuleLessonReader(agent, evidence=cfg.experience.merger == "lesson_evidence")
+        reader = RuleLessonReader(agent, evidence=x.merger == "lesson_evidence",
+                                  sightings=x.trajectory_sightings)
     return agent, setup.make_manager(cfg, reader, merger)
 
 

@@ -156,6 +156,11 @@ class ExperienceSpec(ExperienceModeProperties):
     trajectory_obs_chars: int = 40
     """Each observation of a trajectory shown to the extractor is cut to this
     many characters; 0 = whole (the released code shows the full transcript)."""
+    trajectory_sightings: bool = False
+    """Households (beyond the paper): a clipped observation also names the
+    objects of the goal's type it showed ("[in view: mug 1]"), so a lesson
+    can count where a type was seen, not only where the actor picked it up
+    (alfworld_lessons.read_sightings with experience.merger=lesson_evidence)."""
     trajectory_answers: Literal["action", "whole"] = "action"
     """Each turn of a trajectory shown to the extractor: the action alone, or
     the actor's whole answer, reasoning included (the released code)."""
@@ -289,6 +294,9 @@ class RunConfig:
             if value and not self.env.households:
                 raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
                                  "env.households > 0")
+        if self.experience.trajectory_sightings and not self.env.households:
+            raise ValueError("experience.trajectory_sightings names the goal's object type in "
+                             "households' trajectories: it needs env.households > 0")
         if ws.extractor_writes_evidence and not ws.extractor_reads_shown:
             raise ValueError("warm_start.extractor_writes_evidence states what the prompt shows: "
                              "it needs warm_start.extractor_reads_shown=true")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from crl_jax.envs.alfworld_lessons import lesson_key, read_evidence, read_lesson
+from crl_jax.envs.alfworld_lessons import lesson_key, read_evidence, read_lesson, read_sightings
 from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
 from crl_jax.rl import prompts
 from crl_jax.rl.extractor import request_view
@@ -81,11 +81,14 @@ class RuleLessonReader:
     the gap to the learned bank is the extractor's, the gap to the oracle
     lesson the evidence's. With ``evidence`` (experience.merger=
     lesson_evidence) its lesson also states where the episode looked in
-    vain before the pick-up (alfworld_lessons.read_evidence)."""
+    vain before the pick-up (alfworld_lessons.read_evidence); with
+    ``sightings`` too (experience.trajectory_sightings), where each look
+    showed the type or did not (alfworld_lessons.read_sightings)."""
 
-    def __init__(self, extractor, evidence: bool = False):
+    def __init__(self, extractor, evidence: bool = False, sightings: bool = False):
         self.extractor = extractor
-        self.read = read_evidence if evidence else read_lesson
+        self.read = (read_sightings if evidence and sightings else
+                     read_evidence if evidence else read_lesson)
 
     def __call__(self, request: ExtractionRequest) -> ExtractorReply:
         if request.kind != "consolidate":

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from crl_jax.envs.alfworld_lessons import room_line
+from crl_jax.envs.alfworld_lessons import goal_object, room_line
 from crl_jax.experience import EpisodeRecord
 from crl_jax.experience.operations import shown_text
 from crl_jax.experience.training_buffer import outcome
@@ -180,7 +180,8 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
         judged = ep.judgement is not None
         credit = (critic_credit(outcome(ep.won, baseline), ep.judgement.verdict, scores)
                   if judged else None)
-        trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers)
+        trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers,
+                                        goal_object(ep.goal) if x.trajectory_sightings else "")
         room = room_line(ep.first_observation) if run.cfg.env.households else ""
         run.manager.submit_episode(EpisodeRecord(ep.goal, trajectory, ep.won, ep.task_key,
                                                  ep.experience_id, step, tuple(ep.ask_keys),
