@@ -289,7 +289,8 @@ class RunConfig:
                  "extractor_wanders": ws.extractor_wanders,
                  "extractor_actor_episodes": ws.extractor_actor_episodes,
                  "extractor_home_rate": ws.extractor_home_rate != -1.0,
-                 "extractor_writes_evidence": ws.extractor_writes_evidence}
+                 "extractor_writes_evidence": ws.extractor_writes_evidence,
+                 "extractor_sightings": ws.extractor_sightings}
         for key, value in asked.items():
             if value and not self.env.households:
                 raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
@@ -297,6 +298,12 @@ class RunConfig:
         if self.experience.trajectory_sightings and not self.env.households:
             raise ValueError("experience.trajectory_sightings names the goal's object type in "
                              "households' trajectories: it needs env.households > 0")
+        if ws.extractor_sightings and not (ws.extractor_writes_evidence
+                                           and self.experience.trajectory_sightings):
+            raise ValueError("warm_start.extractor_sightings teaches evidence counted by what each "
+                             "look showed, as RL's trajectories name it: it needs "
+                             "warm_start.extractor_writes_evidence=true and "
+                             "experience.trajectory_sightings=true")
         if ws.extractor_writes_evidence and not ws.extractor_reads_shown:
             raise ValueError("warm_start.extractor_writes_evidence states what the prompt shows: "
                              "it needs warm_start.extractor_reads_shown=true")

@@ -40,9 +40,9 @@ import numpy as np
 
 from crl_jax.envs.alfworld_expert import PICK, AlfWorldEnvExpert, kind_of
 from crl_jax.envs.alfworld_households import household_game, household_index
-from crl_jax.envs.alfworld_lessons import (Lesson, about_room, first_home, lesson_steps,
-                                           parse_lesson, read_evidence, read_homes, room_of,
-                                           true_lesson)
+from crl_jax.envs.alfworld_lessons import (Lesson, about_room, first_home, goal_object,
+                                           lesson_steps, parse_lesson, read_evidence, read_homes,
+                                           read_sightings, room_of, true_lesson)
 from crl_jax.rl.batch import Sample
 from crl_jax.training.warmstart import (Demo, demo_extractor_prompt, extractor_response,
                                        play_expert, with_missteps)
@@ -167,7 +167,8 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                        failure_fraction: float = 0.5, shown_fraction: float = 0.5,
                        max_shown: int = 2, room_jitter: float = 0.0, write_room: bool = True,
                        wrong_picks: float = 0.0, missteps: float = 0.0,
-                       read_shown: bool = False, evidence: bool = False) -> list[Sample]:
+                       read_shown: bool = False, evidence: bool = False,
+                       sightings: bool = False) -> list[Sample]:
     """The extractor's warm-start pairs for households (in place of
     warmstart.extractor_sft_samples' plans): each trajectory, and with
     probability ``failure_fraction`` a copy cut short as a lost episode, and
@@ -183,7 +184,9 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     the actor's trajectories in RL have such steps and the expert's never.
     With ``read_shown`` a lesson states only the pick-ups the prompt shows
     (``shown_lesson``), and with ``evidence`` where it looked in vain too,
-    a lost copy its looks in vain alone (``shown_evidence``).
+    a lost copy its looks in vain alone (``shown_evidence``); with
+    ``sightings`` as well, the prompts name the goal's objects each clipped
+    observation showed and the evidence counts them (read_sightings).
     Without ``write_room`` the answered lessons end before their room (the
     shown ones keep it, as the bank's entries do)."""
 
@@ -208,9 +211,10 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
             if room_jitter and rng.random() < room_jitter:
                 room = jittered_room(room, _named(d), rng)
                 lesson = lesson and dataclasses.replace(parse_lesson(lesson), room=room).text
-            prompt = demo_extractor_prompt(shown_demo, shown=shown, room=", ".join(room))
+            prompt = demo_extractor_prompt(shown_demo, shown=shown, room=", ".join(room),
+                                           focus=goal_object(d.goal) if sightings else "")
             if read_shown and evidence:
-                lesson = shown_evidence(prompt, room)
+                lesson = shown_evidence(prompt, room, sightings)
             elif read_shown and lesson:
                 lesson = shown_lesson(prompt, parse_lesson(lesson))
             p = tokenizer.encode(prompt)
@@ -237,12 +241,13 @@ def _copies(d: Demo, rng: np.random.Generator, failure_fraction: float, wrong_pi
     return copies
 
 
-def shown_evidence(prompt: str, room: Sequence[str]) -> str | None:
+def shown_evidence(prompt: str, room: Sequence[str], sightings: bool = False) -> str | None:
     """The lesson with its evidence that a consolidation ``prompt`` shows
     (alfworld_lessons.read_evidence on its "traj:" line: a pick-up's home
     and the looks in vain before it, or the looks in vain of an episode
-    that picked nothing up), about ``room``; None where it shows neither."""
-    read = read_evidence(*prompt_lines(prompt, "goal", "traj"))
+    that picked nothing up; with ``sightings``, read_sightings: what each
+    look showed), about ``room``; None where it shows neither."""
+    read = (read_sightings if sightings else read_evidence)(*prompt_lines(prompt, "goal", "traj"))
     return read and about_room(read, ", ".join(room))
 
 

@@ -123,7 +123,8 @@ def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok
                                      wrong_picks=ws.extractor_wrong_picks,
                                      missteps=ws.extractor_missteps,
                                      read_shown=ws.extractor_reads_shown,
-                                     evidence=ws.extractor_writes_evidence)
+                                     evidence=ws.extractor_writes_evidence,
+                                     sightings=ws.extractor_sightings)
     else:
         samples = warmstart.extractor_sft_samples(demos, ext_tok, rng,
                                                   ask_fraction=ws.ask_fraction,

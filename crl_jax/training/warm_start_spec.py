@@ -93,6 +93,12 @@ class WarmStartSpec:
     ("mug: go to shelf 1 (evidence: shelf 1 1/1, desk 1 0/1)";
     alfworld_lessons.read_evidence), the evidence experience.merger=
     lesson_evidence ranks homes by. False: the home alone."""
+    extractor_sightings: bool = False
+    """Households, with extractor_writes_evidence: the warm start's
+    trajectories name the goal's objects each clipped observation showed
+    (as experience.trajectory_sightings shows RL's, which it needs), and
+    the evidence counts what each look showed
+    (alfworld_lessons.read_sightings), not what the episode picked up."""
     extractor_wanders: float = 0.0
     """Households: the extractor's warm start also reads one episode per
     demonstration's game played by a wandering expert, which sends a random

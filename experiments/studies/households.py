@@ -267,6 +267,10 @@ FIRST = (_FIRST_ORACLE,
                  ("controls.lesson_reader=rule", *ONE_HOME, *EVIDENCE)),
          Variant(f"{RULE}, merged by what each look showed, {_FIRST}", "static_online",
                  ("controls.lesson_reader=rule", *ONE_HOME, *SIGHTINGS)),
+         Variant(f"{COMP}, extractor taught on the actor's episodes to write what each look "
+                 f"showed, {_FIRST}", extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ,
+                                             *WRITES_EVIDENCE, *SIGHTINGS[2:],
+                                             "warm_start.extractor_sightings=true")),
          Variant(f"{COMP}, extractor taught on the actor's episodes to write evidence, "
                  f"merged by evidence, {_FIRST}",
                  extra=(*ONE_HOME, *GREEDY, *BATCH_16, *ACTOR_READ, *WRITES_EVIDENCE)),

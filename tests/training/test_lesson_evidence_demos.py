@@ -48,3 +48,32 @@ def test_a_hand_made_search_and_the_setting_needs_read_shown():
     with pytest.raises(ValueError, match="extractor_reads_shown=true"):
         apply_overrides(load_preset("alfworld_households_cpu"),
                         ["warm_start.extractor_writes_evidence=true"])
+
+
+def test_sightings_pairs_name_what_each_look_showed(cfg):  # noqa: F811
+    """warm_start.extractor_sightings: the same pairs' prompts name the
+    goal's objects each clipped observation showed, and each answer is
+    read_sightings of its prompt; the expert takes what it sees, so every
+    answer with a home names the home the pick-up count names."""
+    from crl_jax.envs.alfworld_lessons import read_sightings
+    _, picks = _pairs(cfg, 0.0, write_room=False, read_shown=True, evidence=True)
+    _, seen = _pairs(cfg, 0.0, write_room=False, read_shown=True, evidence=True, sightings=True)
+    assert len(seen) == len(picks)
+    marked = 0
+    for (prompt, _, lesson, entry), (_, _, picked, _) in zip(seen, picks):
+        goal = re.search(r"goal: (.+)", prompt).group(1)
+        traj = re.search(r"traj: (.+)", prompt).group(1)
+        assert entry == read_sightings(goal, traj), prompt
+        marked += "[in view: " in traj
+        if lesson is not None and lesson.homes and picked is not None and picked.homes:
+            assert lesson.homes == picked.homes, prompt
+    assert marked > 0
+    with pytest.raises(ValueError, match="extractor_sightings"):
+        apply_overrides(load_preset("alfworld_households_cpu"),
+                        ["warm_start.extractor_reads_shown=true",
+                         "warm_start.extractor_writes_evidence=true",
+                         "warm_start.extractor_sightings=true"])
+    assert apply_overrides(load_preset("alfworld_households_cpu"), [
+        "warm_start.extractor_reads_shown=true", "warm_start.extractor_writes_evidence=true",
+        "warm_start.extractor_sightings=true", "experience.trajectory_sightings=true"
+    ]).warm_start.extractor_sightings
