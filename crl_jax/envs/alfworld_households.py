@@ -257,8 +257,7 @@ class HouseholdSplit:
         if split == "generated":
             if n < 0:
                 raise ValueError(f"n must be >= 0, got {n}")
-            return tuple(household_game(self._dealt(i), self.seed + i, self.home_rate)
-                         for i in range(n))
+            return tuple(self.game(i) for i in range(n))
         if split == "generated_eval":
             return household_games(self.rl_members(), n, self.seed + SEEN_EVAL_OFFSET,
                                    self.home_rate)
@@ -268,6 +267,10 @@ class HouseholdSplit:
             return household_games(members[self.households:], n, self.seed + UNSEEN_EVAL_OFFSET,
                                    self.home_rate)
         raise ValueError(f"unknown household split {split!r}; valid: {SPLITS}")
+
+    def game(self, train_index: int) -> GameRecord:
+        """Training game ``train_index`` (split "generated"), made alone."""
+        return household_game(self._dealt(train_index), self.seed + train_index, self.home_rate)
 
     def rl_members(self) -> tuple[Household, ...]:
         """The households RL draws games of: the pool's first ``drawn`` (or all)."""

@@ -68,6 +68,14 @@ def ask(run: Run, step: int, queries: list[str], keys: list[str]):
     return [(r.text, r.sample_key) for r in (f.result(timeout=timeout) for f in futures)]
 
 
+def seeded_draw(train, step: int, index: int, n: int) -> np.ndarray:
+    """train.step_seeded_draws: the tasks (of ``n``) step ``step`` plays of
+    environment ``index``, drawn by the seed and step alone, so every arm
+    of a seed plays the same games at every step."""
+    return np.random.default_rng((train.seed, step, index)).choice(
+        n, size=min(train.tasks_per_step, n), replace=False)
+
+
 def play_training_batch(run: Run, state: RunState) -> tuple[list[Episode], dict]:
     """train.tasks_per_step tasks of each environment's pool, K rollouts each,
     the first round(K * guided_fraction) of a group guided by the bank; and
@@ -77,10 +85,9 @@ def play_training_batch(run: Run, state: RunState) -> tuple[list[Episode], dict]
     tools = run.manager is not None and cfg.experience.search_and_ask
     episodes, tokens, sampling_s = [], 0, 0.0
     for index, src in enumerate(run.rl_sources):
-        draw = (np.random.default_rng((t.seed, state.step, index)) if t.step_seeded_draws
-                else state.rng)
-        picks = draw.choice(len(src.tasks), size=min(t.tasks_per_step, len(src.tasks)),
-                            replace=False)
+        picks = (seeded_draw(t, state.step, index, len(src.tasks)) if t.step_seeded_draws
+                 else state.rng.choice(len(src.tasks), size=min(t.tasks_per_step, len(src.tasks)),
+                                       replace=False))
         tasks = [src.tasks[i] for i in picks for _ in range(t.group_size)]
         guided = [k < guided_k for _ in picks for k in range(t.group_size)]
         episodes += run.engine.play(
