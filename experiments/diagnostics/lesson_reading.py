@@ -41,13 +41,20 @@ def cut_before_pick(demo):
 
 def verdict(answer: str, prompt: str) -> str:
     """right / invented (a lesson where the text shows none) / wrong homes /
-    other, for an extractor ``answer`` to a consolidation ``prompt``."""
+    other, for an extractor ``answer`` to a consolidation ``prompt``. What
+    the text shows is its first pick-up's home, or, where its observations
+    name the goal's objects they showed (experience.trajectory_sightings),
+    the first receptacle seen holding the type (read_sightings)."""
     import json
 
-    from crl_jax.envs.alfworld_lessons import about_room, parse_lesson, read_lesson
+    from crl_jax.envs.alfworld_lessons import (NO_HOME, about_room, parse_lesson, read_lesson,
+                                               read_sightings)
     from crl_jax.training.lesson_demos import prompt_lines
     goal, room, traj = prompt_lines(prompt, "goal", "room", "traj")
     shown = read_lesson(goal, traj)
+    if "[in view: " in traj:
+        seen = (read_sightings(goal, traj) or "").split(" (evidence: ")[0]
+        shown = seen if seen and not seen.endswith(NO_HOME) else None
     try:
         ops = json.loads(answer)
         op = ops[0] if isinstance(ops, list) and ops and isinstance(ops[0], dict) else {}

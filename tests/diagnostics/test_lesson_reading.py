@@ -37,6 +37,24 @@ def test_verdicts_against_what_the_prompt_shows():
     assert verdict(_add("apple: go to countertop 1"), lost) == "invented"
 
 
+def test_verdicts_with_sightings_judge_the_first_receptacle_seen_holding_the_type():
+    """Prompts whose observations name the goal's objects they showed: the
+    lost copy saw an apple on the countertop, so a lesson naming it is
+    right, not invented; a look that saw none is right only as no lesson."""
+    seen = demo_extractor_prompt(DEMO, room=ROOM, focus="apple")
+    lost = demo_extractor_prompt(cut_before_pick(DEMO), room=ROOM, focus="apple")
+    assert "[in view: apple 1]" in lost
+    assert verdict(_add("apple: go to countertop 1"), lost) == "right"
+    assert verdict(_add("apple: go to countertop 1 (evidence: cabinet 1 0/1, countertop 1 1/1)"),
+                   seen) == "right"
+    assert verdict(_add("apple: go to cabinet 1"), seen) == "wrong homes"
+    assert verdict(json.dumps([{"op": "return"}]), lost) == "other"
+    nothing = demo_extractor_prompt(Demo("alfworld", 0, DEMO.goal, DEMO.observations[:2],
+                                         DEMO.actions[:1], False), room=ROOM, focus="apple")
+    assert verdict(_add("apple: no home yet (evidence: cabinet 1 0/1)"), nothing) == "right"
+    assert verdict(_add("apple: go to cabinet 1"), nothing) == "invented"
+
+
 def test_cut_before_pick_keeps_the_search_and_needs_one():
     cut = cut_before_pick(DEMO)
     assert cut.actions == DEMO.actions[:2] and cut.observations == DEMO.observations[:3]
