@@ -298,6 +298,11 @@ FIRST_FOUR = (Variant(f"{ORACLE}, {_FOUR}", "oracle",
               Variant(f"{RULE}, merged by what each look showed, {_FOUR}", "static_online",
                       ("controls.lesson_reader=rule", *FOUR_READ, "experience.lesson_homes=1",
                        *SIGHTINGS)),
+              Variant(f"{COMP}, extractor taught on the actor's episodes to write what each "
+                      f"look showed, {_FOUR}", extra=(*FOUR_READ, "experience.lesson_homes=1",
+                                                      *GREEDY, *BATCH_16, *ACTOR_READ,
+                                                      *WRITES_EVIDENCE, *SIGHTINGS[2:],
+                                                      "warm_start.extractor_sightings=true")),
               Variant(f"GRPO, {_FOUR}", "none", FOUR_READ))
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.
