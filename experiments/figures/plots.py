@@ -28,10 +28,18 @@ def _colors(labels) -> dict[str, str]:
     return out
 
 
+DPI = 110
+# A figure of many panels (the households study draws one row per group) is
+# drawn coarser past this many pixels, so its PNG stays well under 2 MiB in
+# the repository; every smaller figure keeps DPI.
+MAX_PIXELS = 4_000_000
+
+
 def _finish(fig, stem: str, data: dict) -> dict:
     os.makedirs(os.path.dirname(os.path.abspath(stem)), exist_ok=True)
     fig.tight_layout()
-    fig.savefig(stem + ".png", dpi=110)
+    width, height = fig.get_size_inches()
+    fig.savefig(stem + ".png", dpi=min(DPI, math.sqrt(MAX_PIXELS / (width * height))))
     plt.close(fig)
     save_json(stem + ".json", data)
     return data
