@@ -68,12 +68,16 @@ def ask(run: Run, step: int, queries: list[str], keys: list[str]):
     return [(r.text, r.sample_key) for r in (f.result(timeout=timeout) for f in futures)]
 
 
+def draw_tasks(rng: np.random.Generator, train, n: int) -> np.ndarray:
+    """train.tasks_per_step distinct tasks of ``n`` (all of them if fewer)."""
+    return rng.choice(n, size=min(train.tasks_per_step, n), replace=False)
+
+
 def seeded_draw(train, step: int, index: int, n: int) -> np.ndarray:
     """train.step_seeded_draws: the tasks (of ``n``) step ``step`` plays of
     environment ``index``, drawn by the seed and step alone, so every arm
     of a seed plays the same games at every step."""
-    return np.random.default_rng((train.seed, step, index)).choice(
-        n, size=min(train.tasks_per_step, n), replace=False)
+    return draw_tasks(np.random.default_rng((train.seed, step, index)), train, n)
 
 
 def play_training_batch(run: Run, state: RunState) -> tuple[list[Episode], dict]:
@@ -86,8 +90,7 @@ def play_training_batch(run: Run, state: RunState) -> tuple[list[Episode], dict]
     episodes, tokens, sampling_s = [], 0, 0.0
     for index, src in enumerate(run.rl_sources):
         picks = (seeded_draw(t, state.step, index, len(src.tasks)) if t.step_seeded_draws
-                 else state.rng.choice(len(src.tasks), size=min(t.tasks_per_step, len(src.tasks)),
-                                       replace=False))
+                 else draw_tasks(state.rng, t, len(src.tasks)))
         tasks = [src.tasks[i] for i in picks for _ in range(t.group_size)]
         guided = [k < guided_k for _ in picks for k in range(t.group_size)]
         episodes += run.engine.play(

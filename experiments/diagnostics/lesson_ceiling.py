@@ -29,12 +29,13 @@ import collections
 import dataclasses
 import sys
 
+from crl_jax.envs.alfworld_households import household_index
 from crl_jax.envs.alfworld_regularity import placements
+from crl_jax.training import config_io
 from crl_jax.training.step import seeded_draw
 from crl_jax.training.tasks import household_split
-from experiments.diagnostics.warm_start_probe import PresetCommand, write_report
-from crl_jax.training import config_io
 from experiments.configs import PRESETS
+from experiments.diagnostics.warm_start_probe import PresetCommand, write_report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,9 +65,9 @@ def replay(cfg) -> list[dict]:
         for g in games:
             otype = str(g.params["object_target"]).lower()
             holders = {p.otype: p.holders for p in placements(g)}.get(otype, frozenset())
-            pair = (int(g.id.split("household_")[1].split("/")[0]), otype)
+            pair = (household_index(g.id), otype)
             votes = seen.get(pair)
-            best = max(votes, key=lambda r: (votes[r], -list(votes).index(r))) if votes else None
+            best = max(votes, key=votes.__getitem__) if votes else None  # ties: first met
             counts["met"] += best is not None
             counts["first home"] += best is not None and best == firsts[pair]
             counts["holds it"] += best is not None and best in holders

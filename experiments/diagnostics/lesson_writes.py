@@ -118,6 +118,29 @@ def evidence_line(pairs: dict[tuple[str, str], Counter]) -> str:
             f"({n} picks); the first home leads in {majority} of {len(pairs)} room/type pairs")
 
 
+def sighting_counts(host_state: dict) -> Counter:
+    """Over the consolidated episodes whose prompts name the goal's objects
+    each look showed (experience.trajectory_sightings): how many saw the
+    goal's type somewhere, how many of those picked none up, and how many
+    picked it up elsewhere than where they first saw it."""
+    from crl_jax.envs.alfworld_lessons import NO_HOME, read_evidence, read_sightings
+    from crl_jax.training.lesson_demos import prompt_lines
+
+    def head(lesson: str | None) -> str:  # the home, "" for none
+        text = (lesson or "").split(" (evidence: ")[0]
+        return "" if not text or text.endswith(NO_HOME) else text
+    out = Counter()
+    for s in _consolidations(host_state):
+        goal, traj = prompt_lines(s["prompt"], "goal", "traj")
+        if "[in view: " not in traj:  # a sighting is named only in such prompts
+            continue
+        seen, taken = head(read_sightings(goal, traj)), head(read_evidence(goal, traj))
+        out["saw"] += bool(seen)
+        out["saw, took none"] += bool(seen) and not taken
+        out["saw, took elsewhere"] += bool(seen and taken) and seen != taken
+    return out
+
+
 def report_evidence(run_dir: str, host_state: dict) -> dict:
     """Prints ``pick_evidence`` for a run (its households from its
     config.json), overall and per pair; returns the overall counts."""
@@ -130,8 +153,13 @@ def report_evidence(run_dir: str, host_state: dict) -> dict:
     for (room, otype), c in sorted(pairs.items(), key=lambda kv: -sum(kv[1].values())):
         print(f"    {otype} in ({room[:40]}...): "
               + ", ".join(f"{k} {c[k]}" for k in ("first", "second", "other")))
+    seen = sighting_counts(host_state)
+    if seen["saw"]:
+        print(f"  sightings: {seen['saw']} episodes saw the goal's type; "
+              f"{seen['saw, took none']} of them picked none up, "
+              f"{seen['saw, took elsewhere']} picked it up elsewhere than where first seen")
     total = sum(pairs.values(), Counter())
-    return {"first": total["first"], "second": total["second"], "other": total["other"],
+    return {**seen, "first": total["first"], "second": total["second"], "other": total["other"],
             "pairs": len(pairs),
             "first_leads": sum(c.most_common(1)[0][0] == "first" for c in pairs.values())}
 

@@ -247,8 +247,8 @@ DEEPER = ("extractor.num_layers=4",)
 # rule's merged votes named the second home.
 EVIDENCE = ("experience.merger=lesson_evidence", "experience.merge_every=1")
 # ... counted by what each look showed (clipped observations name the goal's
-# objects they showed): seed 0's actor arrived at desk 1, where statues lie
-# in 0.77 of the pool's games, 12 times and took none there.
+# objects they showed): the actor's lost episodes often saw the type and
+# took none, and pick-up counts scored those looks in vain.
 SIGHTINGS = (*EVIDENCE, "experience.trajectory_sightings=true")
 # ... written by the extractor, taught so in its warm start; a lesson with
 # eight receptacles looked at in vain is 84 tokens of reply.

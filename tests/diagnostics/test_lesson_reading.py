@@ -166,3 +166,20 @@ def test_lesson_writes_counts_where_the_episodes_picked_the_type_up():
     assert pairs == {(ROOM, "apple"): Counter(second=2, first=1, other=1)}
     assert evidence_line(pairs) == ("picks at the first home 0.25, the second 0.50, elsewhere "
                                     "0.25 (4 picks); the first home leads in 0 of 1 room/type pairs")
+
+
+def test_lesson_writes_counts_episodes_that_saw_the_type_and_took_none_there():
+    """--evidence on prompts that name what each look showed: an episode
+    that saw the apple and never took one, one that took it where it first
+    saw it, and one that took it elsewhere; a prompt without sightings is
+    left out."""
+    from experiments.diagnostics.lesson_writes import sighting_counts
+    took_there = demo_extractor_prompt(DEMO, room=ROOM, focus="apple")
+    lost = demo_extractor_prompt(cut_before_pick(DEMO), room=ROOM, focus="apple")
+    elsewhere = took_there.replace("from countertop 1", "from fridge 1")
+    plain = demo_extractor_prompt(DEMO, room=ROOM)
+    samples = [{"kind": "consolidate", "prompt": p, "response": ""}
+               for p in (took_there, lost, elsewhere, plain)]
+    counts = sighting_counts({"manager": {"training_buffer": {"samples": samples}}})
+    assert counts == {"saw": 3, "saw, took none": 1, "saw, took elsewhere": 1}
+
