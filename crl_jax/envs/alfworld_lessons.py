@@ -23,6 +23,7 @@ import re
 
 from crl_jax.envs.alfworld_expert import room_receptacles
 from crl_jax.envs.alfworld_households import Household
+from crl_jax.envs.alfworld_text import objects_listed
 
 _LESSON = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>[^(]+?) \(room: (?P<room>[^)]*)\)"
                      r"(?: \(votes: (?P<votes>\d+(?:, \d+)*)\))?"
@@ -49,7 +50,7 @@ class Lesson:
     # there), kept by experience.merger=lesson_evidence: where the type was
     # not is evidence too, so a home the actor habitually looks at first and
     # finds a copy in now and then does not outvote the home that holds it
-    # most often (``rank_by_evidence``); () otherwise.
+    # most often (alfworld_lesson_merge.rank_by_evidence); () otherwise.
     evidence: tuple[tuple[str, int, int], ...] = ()
 
     @property
@@ -249,6 +250,39 @@ def read_sightings(goal: str, trajectory: str) -> str | None:
     return lesson.head + lesson.evidence_text
 
 
+_IN_VIEW = re.compile(r"\[in view: ([^\]]*)\]")
+
+
+def read_every_sighting(goal: str, trajectory: str) -> list[str]:
+    """``read_sightings``'s lessons for every object type the trajectory's
+    looks showed, the goal's first, for trajectories whose clips name every
+    object they showed (experience.sightings_of=every): one game then
+    teaches where each type it saw lies in the household, not the goal's
+    alone. Each lesson's evidence counts every receptacle at its first
+    look: found where that look showed the type, in vain elsewhere. The
+    goal's type gets a lesson whenever something was looked into (NO_HOME
+    when it was seen nowhere); another type only where it was seen, since a
+    game may hold none of it. [] when it looked nowhere."""
+    looks: dict[str, set[str]] = {}  # receptacle -> the types its first look showed
+    for step in trajectory.split(" | "):
+        action, _, seen = (" ".join(part.split()) for part in step.partition(" -> "))
+        names = objects_listed(seen) + [n for tag in _IN_VIEW.findall(seen) for n in tag.split(", ")]
+        types = {n.rsplit(" ", 1)[0] for n in names}
+        recep = (_reached(action, seen) if types else None) or _looked_into(action, seen)
+        if recep and recep not in looks:
+            looks[recep] = types
+    if not looks:
+        return []
+    otype = goal_object(goal)
+    seen_types = [t for ts in looks.values() for t in sorted(ts)]
+    lessons = []
+    for t in dict.fromkeys(([otype] if otype else []) + seen_types):
+        evidence = tuple((r, int(t in ts), 1) for r, ts in looks.items())
+        lesson = Lesson(t, (), tuple(r for r, f, _ in evidence if f)[:1], evidence=evidence)
+        lessons.append(lesson.head + lesson.evidence_text)
+    return lessons
+
+
 def _reached(action: str, seen: str) -> str | None:
     """The receptacle a step arrived at or opened, whatever it showed."""
     for verb, shows in (("go to ", "You arrive at {}."), ("open ", "You open ")):
@@ -264,16 +298,6 @@ def _looked_into(action: str, seen: str) -> str | None:
     if recep and (action.startswith("open ") or seen.startswith(f"You arrive at {recep}. On")):
         return recep
     return None
-
-
-def rank_by_evidence(evidence: dict[str, tuple[int, int]], keep: int) -> list[str]:
-    """The receptacles the type was found at, by the share of looks that
-    found it (with one found and one missed look added to each, so one lucky
-    look does not outrank many), at most ``keep``; ties to the order given."""
-    order = {r: i for i, r in enumerate(evidence)}
-    rate = {r: (f + 1) / (n + 2) for r, (f, n) in evidence.items()}
-    found = [r for r, (f, _) in evidence.items() if f > 0]
-    return sorted(found, key=lambda r: (-rate[r], order[r]))[:keep]
 
 
 def read_lesson(goal: str, trajectory: str, keep: int = 2) -> str | None:
@@ -301,75 +325,6 @@ def lesson_index(text: str) -> str:
 def lesson_query(goal: str, room: str) -> str:
     """The key a guided episode searches with: its goal's object and its room."""
     return lesson_key(goal_object(goal), room)
-
-
-def merge_lessons(texts: list[str], keep: int = 2, carry_votes: bool = False,
-                  evidence: bool = False) -> list[str]:
-    """A merge decision (experience.merger=lessons): lessons about the same
-    type in the same room become one, whose homes are ranked by the votes of
-    the lessons merged (2 for a lesson's first home, 1 for its second; ties
-    to the home named first), so the merged lesson states what most games
-    showed. Other texts, and lessons alone in their key, stay as they are
-    (exact duplicates are dropped). Order: first appearance of each key.
-
-    ``carry_votes`` (experience.merger=lesson_votes): the merged lesson keeps
-    its homes' votes, and a lesson that has votes brings them to the next
-    merge instead of 2 and 1, so a lesson states the evidence of every
-    episode merged into it, not of the last few.
-
-    ``evidence`` (experience.merger=lesson_evidence): the merged lesson sums
-    its lessons' evidence (a lesson without any brings its first home found
-    once in one look) and names the homes ``rank_by_evidence`` ranks."""
-    groups: dict[str, list[Lesson]] = {}
-    out: list[str | tuple] = []
-    seen_text = set()
-    for text in texts:
-        lesson = parse_lesson(text)
-        if lesson is None:
-            norm = " ".join(text.lower().split())
-            if norm not in seen_text:
-                seen_text.add(norm)
-                out.append(text)
-            continue
-        key = lesson_key(lesson.otype, ", ".join(lesson.room))
-        if key not in groups:
-            groups[key] = []
-            out.append(("lesson", key))
-        groups[key].append(lesson)
-    result = []
-    for item in out:
-        if isinstance(item, str):
-            result.append(item)
-            continue
-        group = groups[item[1]]
-        if len(group) == 1:
-            result.append(group[0].text)
-            continue
-        result.append((_merged_evidence(group, keep) if evidence else
-                       _merged(group, keep, carry_votes)).text)
-    return result
-
-
-def _merged_evidence(group: list[Lesson], keep: int) -> Lesson:
-    totals: dict[str, tuple[int, int]] = {}
-    for lesson in group:
-        for recep, found, looked in lesson.evidence or ((lesson.homes[0], 1, 1),):
-            f, n = totals.get(recep, (0, 0))
-            totals[recep] = (f + found, n + looked)
-    return Lesson(group[0].otype, group[0].room, tuple(rank_by_evidence(totals, keep)),
-                  evidence=tuple((r, f, n) for r, (f, n) in totals.items()))
-
-
-def _merged(group: list[Lesson], keep: int, carry_votes: bool) -> Lesson:
-    votes: dict[str, int] = {}
-    for lesson in group:
-        weights = lesson.votes if carry_votes and lesson.votes else (2, 1)
-        for home, weight in zip(lesson.homes, weights):
-            votes[home] = votes.get(home, 0) + weight
-    order = {h: i for i, h in enumerate(dict.fromkeys(h for g in group for h in g.homes))}
-    homes = sorted(votes, key=lambda h: (-votes[h], order[h]))[:keep]
-    return Lesson(group[0].otype, group[0].room, tuple(homes),
-                  tuple(votes[h] for h in homes) if carry_votes else ())
 
 
 def lesson_as_read(text: str) -> str:

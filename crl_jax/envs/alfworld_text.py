@@ -48,6 +48,19 @@ def join_list(items: list[str]) -> str:
     return ", ".join(items[:-1]) + ", and " + items[-1]
 
 
+# What a look shows: "On the countertop 1, you see a mug 1, and a apple 2." or
+# "... In it, you see ..." (a room's "Looking quickly around you" and a
+# look's "Next to it" list receptacles, not objects).
+_LISTED = re.compile(r"(?:In it|On the [a-z]+ \d+), you see ([^.]*)")
+_ARTICLE_NAME = re.compile(r"\ban? ([a-z]+ \d+)\b")
+
+
+def objects_listed(observation: str) -> list[str]:
+    """The objects an observation shows in a receptacle ("mug 1", ...), in
+    the order listed; of a clipped observation, those named whole."""
+    return [n for listed in _LISTED.findall(observation) for n in _ARTICLE_NAME.findall(listed)]
+
+
 def _a(spec: GameSpec, ident: str) -> str:
     return "a " + spec.names[ident]
 

@@ -18,6 +18,7 @@ import dataclasses
 import re
 from typing import Sequence
 
+from crl_jax.envs.alfworld_text import objects_listed
 from crl_jax.experience.operations import query_text
 from crl_jax.rl import released_prompts
 
@@ -289,6 +290,17 @@ def parse_merge(response: str) -> list[str] | None:
     return out
 
 
+EVERY_OBJECT = "*"  # trajectory_text's focus that names every object a look showed
+
+
+class _EveryObject:
+    """``findall`` as a compiled pattern's, over the objects a look lists."""
+
+    @staticmethod
+    def findall(text: str) -> list[str]:
+        return objects_listed(text)
+
+
 def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 40,
                     focus: str = "") -> str:
     """A trajectory as "action -> observation" steps joined by " | ", each
@@ -301,8 +313,12 @@ def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_cha
     With ``focus`` (an object type, "mug"), a clipped observation that named
     objects of that type the clip cut off ends with them ("[in view: mug 1,
     mug 2]"): cut to 40 characters, an arrival shows where the actor went,
-    never what lay there (experience.trajectory_sightings)."""
+    never what lay there (experience.trajectory_sightings). ``focus`` =
+    EVERY_OBJECT names every object a look showed (experience.sightings_of=
+    every)."""
     named = re.compile(rf"\b{re.escape(focus)} \d+\b") if focus else None
+    if focus == EVERY_OBJECT:
+        named = _EveryObject()
 
     def step(a: str, o: str) -> str:
         o = "\n".join(line for line in o.splitlines() if not line.startswith("Goal:"))

@@ -16,7 +16,7 @@ import shutil
 import jax
 import numpy as np
 
-from crl_jax.envs.alfworld_lessons import merge_lessons
+from crl_jax.envs.alfworld_lesson_merge import merge_lessons
 from crl_jax.envs.base import TextEnv
 from crl_jax.experience import EpisodeRecord, ExperienceManager
 from crl_jax.rl import prompts
@@ -184,7 +184,9 @@ def _experience(cfg: RunConfig, extractor: Learner, ext_tok):
     if cfg.controls.lesson_reader == "rule":  # a control: lessons read by rule
         from crl_jax.training.lesson_controls import RuleLessonReader
         reader = RuleLessonReader(agent, evidence=x.merger == "lesson_evidence",
-                                  sightings=x.trajectory_sightings)
+                                  sightings=x.trajectory_sightings,
+                                  every_type=x.sightings_of == "every",
+                                  max_lessons=x.bank.max_ops_per_call)
     return agent, setup.make_manager(cfg, reader, merger)
 
 

@@ -112,7 +112,7 @@ class ExperienceSpec(ExperienceModeProperties):
     merged episode's evidence; lesson_evidence keeps, per receptacle, the
     episodes that found the type there and those that looked there, and
     ranks homes by that share (with controls.lesson_reader=rule, which then
-    writes where each episode looked in vain; alfworld_lessons.merge_lessons)."""
+    writes where each episode looked in vain; alfworld_lesson_merge.merge_lessons)."""
     lesson_homes: int = 2
     """merger lessons / lesson_votes / lesson_evidence: the homes a merged
     lesson keeps, best first (1: the one-home form
@@ -161,6 +161,10 @@ class ExperienceSpec(ExperienceModeProperties):
     objects of the goal's type it showed ("[in view: mug 1]"), so a lesson
     can count where a type was seen, not only where the actor picked it up
     (alfworld_lessons.read_sightings with experience.merger=lesson_evidence)."""
+    sightings_of: Literal["goal", "every"] = "goal"
+    """trajectory_sightings: the objects a clip names, the goal's type's or
+    every object's; "every" lets the rule reader write a lesson for each
+    type a trajectory saw (alfworld_lessons.read_every_sighting)."""
     trajectory_answers: Literal["action", "whole"] = "action"
     """Each turn of a trajectory shown to the extractor: the action alone, or
     the actor's whole answer, reasoning included (the released code)."""
@@ -298,6 +302,12 @@ class RunConfig:
         if self.experience.trajectory_sightings and not self.env.households:
             raise ValueError("experience.trajectory_sightings names the goal's object type in "
                              "households' trajectories: it needs env.households > 0")
+        if self.experience.sightings_of == "every" and not (
+                self.experience.trajectory_sightings and self.controls.lesson_reader == "rule"
+                and not ws.extractor_sightings):
+            raise ValueError("experience.sightings_of=every is read by the rule reader alone: it "
+                             "needs experience.trajectory_sightings=true, "
+                             "controls.lesson_reader=rule and warm_start.extractor_sightings=false")
         if ws.extractor_sightings and not (ws.extractor_writes_evidence
                                            and self.experience.trajectory_sightings):
             raise ValueError("warm_start.extractor_sightings teaches evidence counted by what each "

@@ -12,9 +12,11 @@ teaches, reading another room's must not help.
 """
 from __future__ import annotations
 
+import json
 import re
 
-from crl_jax.envs.alfworld_lessons import lesson_key, read_evidence, read_lesson, read_sightings
+from crl_jax.envs.alfworld_lessons import (lesson_key, read_evidence, read_every_sighting,
+                                           read_lesson, read_sightings)
 from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
 from crl_jax.rl import prompts
 from crl_jax.rl.extractor import request_view
@@ -83,17 +85,27 @@ class RuleLessonReader:
     lesson_evidence) its lesson also states where the episode looked in
     vain before the pick-up (alfworld_lessons.read_evidence); with
     ``sightings`` too (experience.trajectory_sightings), where each look
-    showed the type or did not (alfworld_lessons.read_sightings)."""
+    showed the type or did not (alfworld_lessons.read_sightings). With
+    ``every_type`` (experience.sightings_of=every), a lesson for each type
+    the trajectory saw, the goal's first, at most ``max_lessons``
+    (alfworld_lessons.read_every_sighting)."""
 
-    def __init__(self, extractor, evidence: bool = False, sightings: bool = False):
+    def __init__(self, extractor, evidence: bool = False, sightings: bool = False,
+                 every_type: bool = False, max_lessons: int = 3):
         self.extractor = extractor
         self.read = (read_sightings if evidence and sightings else
                      read_evidence if evidence else read_lesson)
+        self.every_type = every_type and evidence and sightings
+        self.max_lessons = max_lessons
 
     def __call__(self, request: ExtractionRequest) -> ExtractorReply:
         if request.kind != "consolidate":
             return self.extractor(request)
         prompt = prompts.render_extractor_compact(request_view(request))
         # read from the prompt itself, so the rule sees the trajectory as clipped there
-        return ExtractorReply(prompt, extractor_response(self.read(*prompt_lines(prompt, "goal",
-                                                                                  "traj"))))
+        goal, trajectory = prompt_lines(prompt, "goal", "traj")
+        if self.every_type:
+            lessons = read_every_sighting(goal, trajectory)[:self.max_lessons]
+            return ExtractorReply(prompt, json.dumps([{"op": "add", "entry": e} for e in lessons]
+                                                     or [{"op": "return"}]))
+        return ExtractorReply(prompt, extractor_response(self.read(goal, trajectory)))

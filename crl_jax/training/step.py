@@ -20,6 +20,7 @@ from crl_jax.rl.batch import pack_samples
 from crl_jax.rl.critic import CriticScores, critic_credit
 from crl_jax.rl.episode_stats import (batch_metrics, free_outcome_baselines,
                                       self_distillation_samples, turn_advantages)
+from crl_jax.rl.prompts import EVERY_OBJECT
 from crl_jax.rl.rollout import Episode
 from crl_jax.training.components import Run
 from crl_jax.training.lesson_controls import ForeignRooms
@@ -190,8 +191,9 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
         judged = ep.judgement is not None
         credit = (critic_credit(outcome(ep.won, baseline), ep.judgement.verdict, scores)
                   if judged else None)
-        trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers,
-                                        goal_object(ep.goal) if x.trajectory_sightings else "")
+        focus = ((EVERY_OBJECT if x.sightings_of == "every" else goal_object(ep.goal))
+                 if x.trajectory_sightings else "")
+        trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers, focus)
         room = room_line(ep.first_observation) if run.cfg.env.households else ""
         run.manager.submit_episode(EpisodeRecord(ep.goal, trajectory, ep.won, ep.task_key,
                                                  ep.experience_id, step, tuple(ep.ask_keys),

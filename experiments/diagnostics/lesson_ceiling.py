@@ -17,7 +17,10 @@ step and averaged over every step:
 - holds it: the share whose best lesson names a receptacle that holds the
   type in this game (the lesson leads the actor to it);
 - oracle: the share whose household's first home holds the type in this
-  game (what the oracle lesson, controls.oracle_source=lessonfirst, gives).
+  game (what the oracle lesson, controls.oracle_source=lessonfirst, gives);
+- every type: "holds it" when the lesson counts every earlier game of the
+  household that held the type, goal or not (what a bank that reads every
+  type a look showed can learn: experience.sightings_of=every).
 
 A bank reading the run's episodes sees only the receptacles they looked
 into, so its lessons do no better than these; the oracle's margin over
@@ -55,6 +58,7 @@ def replay(cfg) -> list[dict]:
                          "(env.households > 0)")
     pool = [i for i in range(cfg.env.num_generated) if split.in_pool(i)]
     seen: dict[tuple, collections.Counter] = {}  # (household, type) -> holders over its games
+    seen_every: dict[tuple, collections.Counter] = {}  # ... over its games, goal or not
     firsts = {(h.index, t.lower()): h.home_names(t)[0] for h in split.rl_members()
               for t, _ in h.homes}
     rows = []
@@ -64,27 +68,36 @@ def replay(cfg) -> list[dict]:
         played = []
         for g in games:
             otype = str(g.params["object_target"]).lower()
-            holders = {p.otype: p.holders for p in placements(g)}.get(otype, frozenset())
+            placed = {p.otype: p.holders for p in placements(g)}
+            holders = placed.get(otype, frozenset())
             pair = (household_index(g.id), otype)
-            votes = seen.get(pair)
-            best = max(votes, key=votes.__getitem__) if votes else None  # ties: first met
+            best, best_every = _majority(seen.get(pair)), _majority(seen_every.get(pair))
             counts["met"] += best is not None
             counts["first home"] += best is not None and best == firsts[pair]
             counts["holds it"] += best is not None and best in holders
             counts["oracle"] += firsts[pair] in holders
-            played.append((pair, holders))
-        for pair, holders in played:  # a step's games teach the next steps
-            seen.setdefault(pair, collections.Counter()).update(sorted(holders))
+            counts["every type"] += best_every is not None and best_every in holders
+            played.append((pair, placed))
+        for (house, otype), placed in played:  # a step's games teach the next steps
+            seen.setdefault((house, otype), collections.Counter()).update(
+                sorted(placed.get(otype, ())))
+            for t, holders in placed.items():
+                seen_every.setdefault((house, t), collections.Counter()).update(sorted(holders))
         rows.append({"step": step, "games": len(games),
-                     **{k: counts[k] / len(games) for k in ("met", "first home", "holds it",
-                                                           "oracle")},
-                     "pairs met": len(seen)})
+                     **{k: counts[k] / len(games) for k in KEYS}, "pairs met": len(seen)})
     return rows
 
 
+KEYS = ("met", "first home", "holds it", "oracle", "every type")
+
+
+def _majority(votes: collections.Counter | None) -> str | None:
+    """The receptacle with the most votes, ties to the first met."""
+    return max(votes, key=votes.__getitem__) if votes else None
+
+
 def summary(rows: list[dict]) -> dict:
-    keys = ("met", "first home", "holds it", "oracle")
-    return {k: sum(r[k] for r in rows) / len(rows) for k in keys} | {
+    return {k: sum(r[k] for r in rows) / len(rows) for k in KEYS} | {
         "pairs met": rows[-1]["pairs met"],
         "games per pair": sum(r["games"] for r in rows) / max(1, rows[-1]["pairs met"])}
 
@@ -97,13 +110,15 @@ def main(argv=None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"{'step':>4} {'games':>5} {'met':>5} {'first home':>10} {'holds it':>8} {'oracle':>6}")
+    print(f"{'step':>4} {'games':>5} {'met':>5} {'first home':>10} {'holds it':>8} {'oracle':>6} "
+          f"{'every type':>10}")
     for r in rows:
         print(f"{r['step']:>4} {r['games']:>5} {r['met']:>5.2f} {r['first home']:>10.2f} "
-              f"{r['holds it']:>8.2f} {r['oracle']:>6.2f}")
+              f"{r['holds it']:>8.2f} {r['oracle']:>6.2f} {r['every type']:>10.2f}")
     mean = summary(rows)
     print(f"over every step: met {mean['met']:.2f}, first home {mean['first home']:.2f}, "
-          f"holds it {mean['holds it']:.2f}, oracle {mean['oracle']:.2f}; "
+          f"holds it {mean['holds it']:.2f}, oracle {mean['oracle']:.2f}, "
+          f"every type {mean['every type']:.2f}; "
           f"{mean['pairs met']} pairs met, {mean['games per pair']:.1f} games each")
     write_report({"rows": rows, "mean": mean}, command.json_out)
     return 0

@@ -30,24 +30,32 @@ def _brute_force(cfg) -> list[dict]:
     def pair_of(g):
         return int(g.id.split("household_")[1].split("/")[0]), g.params["object_target"].lower()
 
-    def holders(g):
-        return {p.otype: p.holders for p in placements(g)}[pair_of(g)[1]]
+    def holders(g, otype=None):
+        return {p.otype: p.holders for p in placements(g)}.get(otype or pair_of(g)[1], ())
+
+    def majority(g, earlier_games):
+        votes, order = collections.Counter(), []
+        for earlier in earlier_games:
+            for r in sorted(holders(earlier, pair_of(g)[1])):
+                votes[r] += 1
+                order += [r] if r not in order else []
+        return max(order, key=lambda r: (votes[r], -order.index(r))) if order else None
+
     rows = []
     for s, games in enumerate(steps):
         shares = collections.Counter()
         for g in games:
-            votes, order = collections.Counter(), []
-            for earlier in (e for past in steps[:s] for e in past if pair_of(e) == pair_of(g)):
-                for r in sorted(holders(earlier)):
-                    votes[r] += 1
-                    order += [r] if r not in order else []
+            past = [e for step in steps[:s] for e in step if pair_of(e)[0] == pair_of(g)[0]]
+            best = majority(g, [e for e in past if pair_of(e) == pair_of(g)])
+            best_every = majority(g, past)  # the type's holders in every earlier game
             first = homes[pair_of(g)[0]].home_names(pair_of(g)[1])[0]
-            best = max(order, key=lambda r: (votes[r], -order.index(r))) if order else None
             shares["met"] += best is not None
             shares["first home"] += best == first
             shares["holds it"] += best is not None and best in holders(g)
             shares["oracle"] += first in holders(g)
-        rows.append({k: shares[k] / len(games) for k in ("met", "first home", "holds it", "oracle")})
+            shares["every type"] += best_every is not None and best_every in holders(g)
+        rows.append({k: shares[k] / len(games)
+                     for k in ("met", "first home", "holds it", "oracle", "every type")})
     return rows
 
 
@@ -60,6 +68,8 @@ def test_the_replay_matches_a_recount_from_scratch():
         assert {k: got[k] for k in want} == pytest.approx(want)
     assert rows[0]["met"] == 0.0  # nothing played before the first step
     assert any(r["met"] > 0 for r in rows) and any(r["oracle"] > 0 for r in rows)
+    # every game of a household teaches its types, goal or not
+    assert sum(r["every type"] for r in rows) > sum(r["holds it"] for r in rows)
     mean = lesson_ceiling.summary(rows)
     assert mean["oracle"] == pytest.approx(np.mean([r["oracle"] for r in expected]))
 

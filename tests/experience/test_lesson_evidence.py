@@ -4,9 +4,9 @@ that found it (hand-computed cases)."""
 import dataclasses
 import json
 
-from crl_jax.envs.alfworld_lessons import (NO_HOME, Lesson, about_room, merge_lessons,
-                                           parse_lesson, rank_by_evidence, read_evidence,
-                                           read_lesson)
+from crl_jax.envs.alfworld_lesson_merge import merge_lessons, rank_by_evidence
+from crl_jax.envs.alfworld_lessons import (NO_HOME, Lesson, about_room, parse_lesson,
+                                           read_evidence, read_lesson)
 from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
 from crl_jax.experience.operations import index_text, shown_text
 from crl_jax.training.components import experience_merger

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from crl_jax.envs.alfworld_households import households
+from crl_jax.envs.alfworld_lesson_merge import merge_lessons
 from crl_jax.envs.alfworld_lessons import (Lesson, about_room, goal_object, lesson_index,
-                                           lesson_query, merge_lessons, parse_lesson, read_lesson,
-                                           true_lesson)
+                                           lesson_query, parse_lesson, read_lesson, true_lesson)
 from crl_jax.experience import (AddEntry, EpisodeRecord, ExperienceBank, ExperienceConfig,
                                 ExperienceManager, ExtractorReply, HashingEmbedder)
 from crl_jax.experience.operations import index_text, query_text, shown_text

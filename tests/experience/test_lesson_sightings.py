@@ -7,7 +7,8 @@ import json
 import pytest
 
 from crl_jax.envs.alfworld_households import household_games, households
-from crl_jax.envs.alfworld_lessons import NO_HOME, merge_lessons, parse_lesson, read_evidence, read_sightings
+from crl_jax.envs.alfworld_lesson_merge import merge_lessons
+from crl_jax.envs.alfworld_lessons import NO_HOME, parse_lesson, read_evidence, read_sightings
 from crl_jax.envs.alfworld_regularity import placements
 from crl_jax.envs.registry import make_env, make_expert
 from crl_jax.experience.consolidation import ExtractionRequest, ExtractorReply
