@@ -311,11 +311,15 @@ FIRST_FOUR = (Variant(f"{ORACLE}, {_FOUR}", "oracle",
 # ... and read for every type, beside a GRPO arm of the same warm starts:
 # these were remade on another machine from the same cache keys and differ
 # from those the arms above read (held-out success at step 0 moved by up to
-# 0.03), so these arms are compared with each other. The oracle's and
-# GRPO's max_ops_per_call is inert (no extractor); it names the arms apart.
+# 0.03), so these arms are compared with each other. max_ops_per_call is
+# inert but for the every-type reader (the others write one lesson a call);
+# it names the arms apart from the group above.
 _EVERY = "one-home lessons taught and shown, 4 households drawn, warm starts remade"
 FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
                       ("controls.oracle_source=lessonfirst", *FOUR_READ, EVERY_TYPE[1])),
+              Variant(f"{RULE}, merged by what each look showed, {_EVERY}", "static_online",
+                      ("controls.lesson_reader=rule", *FOUR_READ, "experience.lesson_homes=1",
+                       *SIGHTINGS, EVERY_TYPE[1])),
               Variant(f"{RULE}, merged by what each look showed of every type, {_EVERY}",
                       "static_online",
                       ("controls.lesson_reader=rule", *FOUR_READ, "experience.lesson_homes=1",
