@@ -293,14 +293,6 @@ def parse_merge(response: str) -> list[str] | None:
 EVERY_OBJECT = "*"  # trajectory_text's focus that names every object a look showed
 
 
-class _EveryObject:
-    """``findall`` as a compiled pattern's, over the objects a look lists."""
-
-    @staticmethod
-    def findall(text: str) -> list[str]:
-        return objects_listed(text)
-
-
 def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 40,
                     focus: str = "") -> str:
     """A trajectory as "action -> observation" steps joined by " | ", each
@@ -316,9 +308,8 @@ def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_cha
     never what lay there (experience.trajectory_sightings). ``focus`` =
     EVERY_OBJECT names every object a look showed (experience.sightings_of=
     every)."""
-    named = re.compile(rf"\b{re.escape(focus)} \d+\b") if focus else None
-    if focus == EVERY_OBJECT:
-        named = _EveryObject()
+    findall = (objects_listed if focus == EVERY_OBJECT else
+               re.compile(rf"\b{re.escape(focus)} \d+\b").findall if focus else None)
 
     def step(a: str, o: str) -> str:
         o = "\n".join(line for line in o.splitlines() if not line.startswith("Goal:"))
@@ -327,8 +318,8 @@ def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_cha
         if not obs_chars:
             return f"{a} -> {o.strip()}"
         shown = _clip(o, obs_chars)
-        if named:
-            lost = [n for n in dict.fromkeys(named.findall(o)) if n not in named.findall(shown)]
+        if findall:
+            lost = [n for n in dict.fromkeys(findall(o)) if n not in findall(shown)]
             shown += f" [in view: {', '.join(lost)}]" if lost else ""
         return f"{a} -> {shown}"
     return " | ".join(step(a, o) if o else a for a, o in zip(actions, observations))

@@ -12,7 +12,6 @@ teaches, reading another room's must not help.
 """
 from __future__ import annotations
 
-import json
 import re
 
 from crl_jax.envs.alfworld_lessons import (lesson_key, read_evidence, read_every_sighting,
@@ -104,8 +103,6 @@ class RuleLessonReader:
         prompt = prompts.render_extractor_compact(request_view(request))
         # read from the prompt itself, so the rule sees the trajectory as clipped there
         goal, trajectory = prompt_lines(prompt, "goal", "traj")
-        if self.every_type:
-            lessons = read_every_sighting(goal, trajectory)[:self.max_lessons]
-            return ExtractorReply(prompt, json.dumps([{"op": "add", "entry": e} for e in lessons]
-                                                     or [{"op": "return"}]))
-        return ExtractorReply(prompt, extractor_response(self.read(goal, trajectory)))
+        read = (read_every_sighting(goal, trajectory)[:self.max_lessons] if self.every_type
+                else self.read(goal, trajectory))
+        return ExtractorReply(prompt, extractor_response(read))

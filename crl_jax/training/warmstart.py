@@ -109,10 +109,11 @@ def walks_kept(actions: Sequence[str]) -> set[int]:
     return kept
 
 
-def extractor_response(entry: str | None) -> str:
-    if entry is None:
-        return json.dumps([{"op": "return"}])
-    return json.dumps([{"op": "add", "entry": entry}])
+def extractor_response(entry: str | Sequence[str] | None) -> str:
+    """A consolidation reply adding ``entry`` (or each of several), or
+    returning when there is none."""
+    entries = [entry] if isinstance(entry, str) else list(entry or ())
+    return json.dumps([{"op": "add", "entry": e} for e in entries] or [{"op": "return"}])
 
 
 def _wrong_action(action: str, later: Sequence[str], pool: Sequence[str],

@@ -6,42 +6,42 @@ seed (checked on hand-written records)."""
 import json
 
 from experiments.figures.ablation import variant_arms
-from experiments.studies import households
+from experiments.studies import household_arms, households
 
 
 def test_arms_differ_from_their_grpo_by_mode_and_control_only():
     arms = households.arms("full")
     assert len(arms) == 219 and households.arms("quick") == []
     assert households.make("", "quick", "") == []
-    homes = variant_arms(households.PRESET, "full", households.HOMES)
-    grpo = [a for a in homes if a.label == households.BASE]
-    for variants, regime in ((households.HOMES, ()), (households.NONE, households.NO_HOMES),
-                             (households.SMALL, households.SMALL_ROOMS),
-                             (households.TWELVE, households.TWELVE_TURNS),
-                             (households.FORTY, households.FORTY_STEPS),
-                             (households.TWO, households.TWO_HOUSEHOLDS),
-                             (households.TWO_KEPT, households.TWO_HOUSEHOLDS),
-                             (households.KEPT, ()), (households.HIGH, households.RATE),
-                             (households.MANY, households.RATE + households.MANY_ROOMS),
-                             (households.FORMS, households.FORM),
-                             (households.READS, households.READ)):
-        for arm in variant_arms(households.PRESET, "full", variants):
+    homes = variant_arms(household_arms.PRESET, "full", household_arms.HOMES)
+    grpo = [a for a in homes if a.label == household_arms.BASE]
+    for variants, regime in ((household_arms.HOMES, ()), (household_arms.NONE, household_arms.NO_HOMES),
+                             (household_arms.SMALL, household_arms.SMALL_ROOMS),
+                             (household_arms.TWELVE, household_arms.TWELVE_TURNS),
+                             (household_arms.FORTY, household_arms.FORTY_STEPS),
+                             (household_arms.TWO, household_arms.TWO_HOUSEHOLDS),
+                             (household_arms.TWO_KEPT, household_arms.TWO_HOUSEHOLDS),
+                             (household_arms.KEPT, ()), (household_arms.HIGH, household_arms.RATE),
+                             (household_arms.MANY, household_arms.RATE + household_arms.MANY_ROOMS),
+                             (household_arms.FORMS, household_arms.FORM),
+                             (household_arms.READS, household_arms.READ)):
+        for arm in variant_arms(household_arms.PRESET, "full", variants):
             base = next(g for g in grpo if g.seed == arm.seed)
             extra = set(arm.overrides) - set(base.overrides)
             # the one arm that tunes the pipeline says so in its label
             tuned = ({"experience.bank.train_batch_size=8"} if "batches of 8" in arm.label else
                      {"warm_start.extractor_missteps=0.5", "warm_start.extractor_reads_shown=true"}
-                     if arm.label.startswith(households.SEEN) else set())
+                     if arm.label.startswith(household_arms.SEEN) else set())
             if "votes kept" in arm.label:
-                tuned |= set(households.VOTES)
+                tuned |= set(household_arms.VOTES)
             if "wandering expert" in arm.label:
-                tuned |= set(households.WANDER)
+                tuned |= set(household_arms.WANDER)
             if "greedy extractor" in arm.label:
-                tuned |= set(households.GREEDY)
+                tuned |= set(household_arms.GREEDY)
             assert {o for o in extra if not o.startswith(("experience.mode=", "controls."))} \
                 == set(regime) | tuned, arm.label
     # a control valid only with its mode is kept, not dropped as a no-op
-    rule = [a for a in homes if a.label == households.RULE]
+    rule = [a for a in homes if a.label == household_arms.RULE]
     assert len(rule) == 3 and all({"controls.lesson_reader=rule", "experience.mode=static_online"}
                                   <= set(a.overrides) for a in rule)
 
@@ -56,27 +56,27 @@ def _write(root, arm, evals):
 
 
 def test_held_out_table_reads_each_seeds_last_evaluation(tmp_path):
-    grpo = [a for a in variant_arms(households.PRESET, "full", households.HOMES)
-            if a.label == households.BASE]
+    grpo = [a for a in variant_arms(household_arms.PRESET, "full", household_arms.HOMES)
+            if a.label == household_arms.BASE]
     for arm, last in zip(grpo, (0.25, 0.5, 0.75)):
         _write(tmp_path, arm, [(0, 0.1), (20, last)])
     notes = []
     table = households.held_out_table("full", str(tmp_path), notes)
-    row = next(r for r in table["rows"] if r[0].startswith(households.BASE))
+    row = next(r for r in table["rows"] if r[0].startswith(household_arms.BASE))
     assert row[1] == "0, 1, 2"
     assert row[2] == "0.50 (0.25, 0.50, 0.75)"
     assert row[4] == "0.25 (0.12, 0.25, 0.38)"
     assert row[3] == "-"  # a run without experience has no with-experience evaluation
     assert row[-2:] == ["-", "-"]  # no lesson_writes.json
-    comp = [a for a in variant_arms(households.PRESET, "full", households.HOMES)
-            if a.label == households.COMP]
+    comp = [a for a in variant_arms(household_arms.PRESET, "full", household_arms.HOMES)
+            if a.label == household_arms.COMP]
     for arm, right in zip(comp, (0.1, 0.2, 0.3)):
         _write(tmp_path, arm, [(20, 0.5)])
         if arm.seed != 1:  # a seed without the file counts as missing, not as 0
             (tmp_path / arm.run_name / "lesson_writes.json").write_text(
                 json.dumps({"right": right, "invented": 1 - right}))
     row = next(r for r in households.held_out_table("full", str(tmp_path), [])["rows"]
-               if r[0].startswith(households.COMP + " ("))
+               if r[0].startswith(household_arms.COMP + " ("))
     assert row[-2:] == ["0.20 (0.10, n/a, 0.30)", "0.80 (0.90, n/a, 0.70)"]
 
 
@@ -92,11 +92,11 @@ def test_the_forty_step_arms_repeat_the_twenty_step_arms_first_twenty_steps():
     def timing(key):
         return key == "time" or key.startswith("time/") or key.endswith(("_per_s", "_per_query"))
 
-    short = variant_arms(households.PRESET, "full", households.DECAYED)
-    long = variant_arms(households.PRESET, "full", households.DECAYED_FORTY)
+    short = variant_arms(household_arms.PRESET, "full", household_arms.DECAYED)
+    long = variant_arms(household_arms.PRESET, "full", household_arms.DECAYED_FORTY)
     pairs = [(s, l) for s in short for l in long
              if s.seed == l.seed and l.label == f"{s.label}, 40 steps"
-             and not s.label.startswith(households.RULE)]  # the rule arms were not run
+             and not s.label.startswith(household_arms.RULE)]  # the rule arms were not run
     compared = 0
     for s, l in pairs:
         paths = [os.path.join(common.run_dir(a, common.DEFAULT_ROOT), "metrics.jsonl") for a in (s, l)]
