@@ -263,7 +263,19 @@ def read_every_sighting(goal: str, trajectory: str) -> list[str]:
     goal's type gets a lesson whenever something was looked into (NO_HOME
     when it was seen nowhere); another type only where it was seen, since a
     game may hold none of it. [] when it looked nowhere."""
-    looks: dict[str, set[str]] = {}  # receptacle -> the types its first look showed
+    looks = _first_looks(trajectory)
+    lessons = []
+    for t in types_seen(goal, trajectory, looks):
+        evidence = tuple((r, int(t in ts), 1) for r, ts in looks.items())
+        lesson = Lesson(t, (), tuple(r for r, f, _ in evidence if f)[:1], evidence=evidence)
+        lessons.append(lesson.head + lesson.evidence_text)
+    return lessons
+
+
+def _first_looks(trajectory: str) -> dict[str, set[str]]:
+    """Each receptacle a trajectory looked into or reached showing objects
+    -> the object types its first such look showed."""
+    looks: dict[str, set[str]] = {}
     for step in trajectory.split(" | "):
         action, _, seen = (" ".join(part.split()) for part in step.partition(" -> "))
         names = objects_listed(seen) + [n for tag in _IN_VIEW.findall(seen) for n in tag.split(", ")]
@@ -271,16 +283,34 @@ def read_every_sighting(goal: str, trajectory: str) -> list[str]:
         recep = (_reached(action, seen) if types else None) or _looked_into(action, seen)
         if recep and recep not in looks:
             looks[recep] = types
+    return looks
+
+
+def types_seen(goal: str, trajectory: str, looks: dict[str, set[str]] | None = None
+               ) -> list[str]:
+    """The object types ``read_every_sighting`` gives lessons for, in its
+    order: the goal's first when anything was looked into, then each type
+    the looks showed, receptacle by receptacle. [] when it looked nowhere."""
+    looks = _first_looks(trajectory) if looks is None else looks
     if not looks:
         return []
     otype = goal_object(goal)
-    seen_types = [t for ts in looks.values() for t in sorted(ts)]
-    lessons = []
-    for t in dict.fromkeys(([otype] if otype else []) + seen_types):
-        evidence = tuple((r, int(t in ts), 1) for r, ts in looks.items())
-        lesson = Lesson(t, (), tuple(r for r, f, _ in evidence if f)[:1], evidence=evidence)
-        lessons.append(lesson.head + lesson.evidence_text)
-    return lessons
+    seen = [t for ts in looks.values() for t in sorted(ts)]
+    return list(dict.fromkeys(([otype] if otype else []) + seen))
+
+
+def goal_about(goal: str, otype: str) -> str:
+    """``goal`` (normalised) with the object type it names replaced by
+    ``otype``: "put a clean mug in sinkbasin." -> "put a clean pen in
+    sinkbasin.", so ``goal_object`` reads ``otype`` from it
+    (experience.sightings_of=each asks about one type a call). ``goal`` as it
+    is when it names no object type."""
+    text = " ".join(goal.lower().split()) + " "
+    for pattern in _GOAL_OBJECT:
+        m = pattern.match(text)
+        if m:
+            return (text[:m.start(1)] + otype + text[m.end(1):]).rstrip()
+    return goal
 
 
 def _reached(action: str, seen: str) -> str | None:

@@ -17,6 +17,7 @@ from crl_jax.rl.learner import OptimConfig
 from crl_jax.rl.rollout import RolloutConfig
 from crl_jax.training.controls import MOVED_KEYS, ControlSpec
 from crl_jax.training.env_spec import EnvSpec
+from crl_jax.training.lesson_checks import check_lesson_teaching
 from crl_jax.training.warm_start_spec import WarmStartSpec
 from crl_jax.training.experience_modes import (
     EXPERIENCE_MODES,
@@ -161,10 +162,14 @@ class ExperienceSpec(ExperienceModeProperties):
     objects of the goal's type it showed ("[in view: mug 1]"), so a lesson
     can count where a type was seen, not only where the actor picked it up
     (alfworld_lessons.read_sightings with experience.merger=lesson_evidence)."""
-    sightings_of: Literal["goal", "every"] = "goal"
+    sightings_of: Literal["goal", "every", "each"] = "goal"
     """trajectory_sightings: the objects a clip names, the goal's type's or
     every object's; "every" lets the rule reader write a lesson for each
-    type a trajectory saw (alfworld_lessons.read_every_sighting)."""
+    type a trajectory saw (alfworld_lessons.read_every_sighting); "each"
+    asks the extractor once for each type a trajectory saw (at most
+    experience.bank.max_ops_per_call, the goal's first), every call's clips
+    naming that type and its goal restated about it, as an extractor taught
+    with warm_start.extractor_sightings reads the goal's type."""
     trajectory_answers: Literal["action", "whole"] = "action"
     """Each turn of a trajectory shown to the extractor: the action alone, or
     the actor's whole answer, reasoning included (the released code)."""
@@ -280,44 +285,6 @@ class RunConfig:
         """Who judges retrieved entries in rollouts (None: nobody)."""
         return self.controls.critic if self.experience.actor_critic else None
 
-    def _check_lesson_teaching(self) -> None:
-        """The extractor's warm-start settings that shape households' lessons
-        need households."""
-        ws = self.warm_start
-        if not ws.extractor_writes_room and (
-                not self.env.households or self.experience.bank.lesson_room != "episode"):
-            raise ValueError("warm_start.extractor_writes_room=false teaches lessons that name "
-                             "no room: it needs env.households > 0 and "
-                             "experience.bank.lesson_room=episode, which files them")
-        asked = {"extractor_reads_shown": ws.extractor_reads_shown,
-                 "extractor_wanders": ws.extractor_wanders,
-                 "extractor_actor_episodes": ws.extractor_actor_episodes,
-                 "extractor_home_rate": ws.extractor_home_rate != -1.0,
-                 "extractor_writes_evidence": ws.extractor_writes_evidence,
-                 "extractor_sightings": ws.extractor_sightings}
-        for key, value in asked.items():
-            if value and not self.env.households:
-                raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
-                                 "env.households > 0")
-        if self.experience.trajectory_sightings and not self.env.households:
-            raise ValueError("experience.trajectory_sightings names the goal's object type in "
-                             "households' trajectories: it needs env.households > 0")
-        if self.experience.sightings_of == "every" and not (
-                self.experience.trajectory_sightings and self.controls.lesson_reader == "rule"
-                and not ws.extractor_sightings):
-            raise ValueError("experience.sightings_of=every is read by the rule reader alone: it "
-                             "needs experience.trajectory_sightings=true, "
-                             "controls.lesson_reader=rule and warm_start.extractor_sightings=false")
-        if ws.extractor_sightings and not (ws.extractor_writes_evidence
-                                           and self.experience.trajectory_sightings):
-            raise ValueError("warm_start.extractor_sightings teaches evidence counted by what each "
-                             "look showed, as RL's trajectories name it: it needs "
-                             "warm_start.extractor_writes_evidence=true and "
-                             "experience.trajectory_sightings=true")
-        if ws.extractor_writes_evidence and not ws.extractor_reads_shown:
-            raise ValueError("warm_start.extractor_writes_evidence states what the prompt shows: "
-                             "it needs warm_start.extractor_reads_shown=true")
-
     def _check_pools(self) -> None:
         """The RL pool, the warm start's games and the households agree."""
         if self.train.pool_disjoint and not (self.train.task_pool or self.env.pool_households):
@@ -384,7 +351,7 @@ class RunConfig:
             raise ValueError("experience.lesson_homes must be >= 1 (a lesson names a home)")
         from crl_jax.training.guided_demos import parse_mix
         parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
-        self._check_lesson_teaching()
+        check_lesson_teaching(self)
         if self.experience.actor_critic and not self.experience.retrieves:
             raise ValueError("experience.actor_critic judges retrieved entries; "
                              "experience.mode=none retrieves none")

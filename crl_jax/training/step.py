@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from crl_jax.envs.alfworld_lessons import goal_object, room_line
+from crl_jax.envs.alfworld_lessons import goal_about, goal_object, room_line, types_seen
 from crl_jax.experience import EpisodeRecord
 from crl_jax.experience.operations import shown_text
 from crl_jax.experience.training_buffer import outcome
@@ -191,19 +191,45 @@ def feed_manager(run: Run, step: int, episodes: Sequence[Episode]) -> None:
         judged = ep.judgement is not None
         credit = (critic_credit(outcome(ep.won, baseline), ep.judgement.verdict, scores)
                   if judged else None)
-        focus = ((EVERY_OBJECT if x.sightings_of == "every" else goal_object(ep.goal))
-                 if x.trajectory_sightings else "")
-        trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers, focus)
-        room = room_line(ep.first_observation) if run.cfg.env.households else ""
-        run.manager.submit_episode(EpisodeRecord(ep.goal, trajectory, ep.won, ep.task_key,
-                                                 ep.experience_id, step, tuple(ep.ask_keys),
-                                                 baseline, judged, credit, room))
+        for record in episode_records(run, ep, step, baseline, judged, credit):
+            run.manager.submit_episode(record)
     every = run.cfg.experience.merge_every
     if every and (step + 1) % every == 0:
         # Entries carry their environment's task key in a shared bank too, so
         # merge per key either way (merging key "" found no entries and never ran).
         for key in sorted({ep.task_key for ep in episodes}):
             run.manager.merge(key, step)
+
+
+def episode_records(run: Run, ep: Episode, step: int, baseline: float, judged: bool,
+                    credit: float | None) -> list[EpisodeRecord]:
+    """A finished episode's consolidation requests: one, or with
+    experience.sightings_of=each one per object type its looks showed (at
+    most experience.bank.max_ops_per_call, the goal's first), each naming
+    that type's sightings and asking about it. Only the goal's carries the
+    guiding entry, the tool calls and the verdict, so each is credited once."""
+    x = run.cfg.experience
+    room = room_line(ep.first_observation) if run.cfg.env.households else ""
+
+    def record(goal: str, focus: str, first: bool = True) -> EpisodeRecord:
+        trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers, focus)
+        return EpisodeRecord(goal, trajectory, ep.won, ep.task_key,
+                             ep.experience_id if first else None, step,
+                             tuple(ep.ask_keys) if first else (), baseline, judged and first,
+                             credit if first else None, room)
+
+    if not x.trajectory_sightings:
+        return [record(ep.goal, "")]
+    if x.sightings_of == "every":
+        return [record(ep.goal, EVERY_OBJECT)]
+    goal_type = goal_object(ep.goal)
+    types = (types_seen(ep.goal, ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers,
+                                                    EVERY_OBJECT))
+             if x.sightings_of == "each" else [])
+    if not types:  # the goal's sightings alone, or nothing was looked into
+        return [record(ep.goal, goal_type)]
+    return [record(ep.goal if t == goal_type else goal_about(ep.goal, t), t, i == 0)
+            for i, t in enumerate(types[:x.bank.max_ops_per_call])]
 
 
 def train_step(run: Run, state: RunState) -> tuple[RunState, dict]:

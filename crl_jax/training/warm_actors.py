@@ -22,7 +22,7 @@ import dataclasses
 import os
 
 from crl_jax.training.config import RunConfig
-from crl_jax.training.warm_cache import (EXTRACTOR_ONLY_WARM_START, WarmStartCache, replace_file,
+from crl_jax.training.warm_cache import (WarmStartCache, extractor_neutral, replace_file,
                                          warm_start_key)
 
 ACTOR_INPUTS = "actor_inputs.txt"
@@ -35,10 +35,8 @@ _EXTRACTOR_TEACHING = {"extractor_steps": 0, "extractor_lr": 0.0}
 def actor_inputs_key(cfg: RunConfig) -> str:
     """The hash of what ``cfg``'s warm-started actor is trained from: its
     warm-start key with the extractor's model and teaching set to one value."""
-    neutral = dataclasses.replace(
-        cfg, extractor=cfg.actor,
-        warm_start=dataclasses.replace(cfg.warm_start, **_EXTRACTOR_TEACHING,
-                                       **EXTRACTOR_ONLY_WARM_START))
+    neutral = dataclasses.replace(extractor_neutral(cfg, **_EXTRACTOR_TEACHING),
+                                  extractor=cfg.actor)
     return "actor-" + warm_start_key(neutral)
 
 

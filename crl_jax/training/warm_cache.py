@@ -144,8 +144,18 @@ _ADDED_SINCE_SCHEME = {("warm_start", "judge_fraction"): 0.0, ("actor", "attenti
 def actor_key(cfg: RunConfig) -> str:
     """The key of the entry that holds ``cfg``'s warm-started actor as first
     trained: ``cfg``'s, with the extractor-only settings at their neutral values."""
-    return warm_start_key(dataclasses.replace(
-        cfg, warm_start=dataclasses.replace(cfg.warm_start, **EXTRACTOR_ONLY_WARM_START)))
+    return warm_start_key(extractor_neutral(cfg))
+
+
+def extractor_neutral(cfg: RunConfig, **warm_start) -> RunConfig:
+    """``cfg`` with the extractor-only warm-start settings at their neutral
+    values (and ``warm_start``'s too), the sightings read by the goal's type
+    alone, as an extractor so taught reads them: no key holds an experience
+    setting, but the config must stay valid."""
+    return dataclasses.replace(
+        cfg, warm_start=dataclasses.replace(cfg.warm_start, **warm_start,
+                                            **EXTRACTOR_ONLY_WARM_START),
+        experience=dataclasses.replace(cfg.experience, sightings_of="goal"))
 
 
 def warm_start_key(cfg: RunConfig) -> str:

@@ -22,7 +22,7 @@ import time
 from typing import Callable, Iterable, Mapping, Sequence
 
 from crl_jax.training.run_dir import has_checkpoint
-from crl_jax.training.warm_cache import EXTRACTOR_ONLY_WARM_START
+from crl_jax.training.warm_cache import EXTRACTOR_ONLY_WARM_START, extractor_neutral
 from experiments.figures.start_check import mixed_starts
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -237,8 +237,7 @@ def stale_settings(arm: Arm, directory: str) -> list[str]:
     if key_then and key_then != key_now and not cfg.experience.has_extractor:
         # An arm without an extractor starts from the same actor whatever the
         # extractor-only inputs are: a record from the key without them is as current.
-        neutral = dataclasses.replace(cfg, warm_start=dataclasses.replace(
-            cfg.warm_start, **EXTRACTOR_ONLY_WARM_START))
+        neutral = extractor_neutral(cfg)
         if key_in_scheme_of(key_then, neutral) == key_then:
             key_now = key_then
     warm = ([f"warm start: {key_then} -> {key_now}"]

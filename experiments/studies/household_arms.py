@@ -242,6 +242,10 @@ FIRST = (_FIRST_ORACLE,
 # teaches where each lies (experience.sightings_of=every). With every type's
 # placements counted the same ceiling rises to 0.69 (lesson_ceiling.py).
 EVERY_TYPE = ("experience.sightings_of=every", "experience.bank.max_ops_per_call=16")
+# ... and learned: the extractor taught to read the goal's sightings is asked
+# once for each type a trajectory saw, about that type
+# (experience.sightings_of=each; about 6 calls an episode where one was).
+EACH_TYPE = ("experience.sightings_of=each", "experience.bank.max_ops_per_call=16")
 _FOUR = "one-home lessons taught and shown, 4 households drawn"
 FOUR_READ = (*FIRST_READ, "env.drawn_households=4")
 FIRST_FOUR = (Variant(f"{ORACLE}, {_FOUR}", "oracle",
@@ -271,6 +275,11 @@ FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
                       "static_online",
                       ("controls.lesson_reader=rule", *FOUR_READ, "experience.lesson_homes=1",
                        *SIGHTINGS, *EVERY_TYPE)),
+              Variant(f"{COMP}, extractor taught on the actor's episodes to write what each "
+                      f"look showed, asked about each type seen, {_EVERY}",
+                      extra=(*FOUR_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16,
+                             *ACTOR_READ, *WRITES_EVIDENCE, *SIGHTINGS[2:],
+                             "warm_start.extractor_sightings=true", *EACH_TYPE)),
               Variant(f"GRPO, {_EVERY}", "none", (*FOUR_READ, EVERY_TYPE[1])))
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.
