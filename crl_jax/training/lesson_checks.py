@@ -19,7 +19,8 @@ def check_lesson_teaching(cfg) -> None:
              "extractor_actor_episodes": ws.extractor_actor_episodes,
              "extractor_home_rate": ws.extractor_home_rate != -1.0,
              "extractor_writes_evidence": ws.extractor_writes_evidence,
-             "extractor_sightings": ws.extractor_sightings}
+             "extractor_sightings": ws.extractor_sightings,
+             "extractor_other_types": ws.extractor_other_types}
     for key, value in asked.items():
         if value and not cfg.env.households:
             raise ValueError(f"warm_start.{key} shapes households' lessons: it needs "
@@ -34,6 +35,11 @@ def check_lesson_teaching(cfg) -> None:
                          "look showed, as RL's trajectories name it: it needs "
                          "warm_start.extractor_writes_evidence=true and "
                          "experience.trajectory_sightings=true")
+    if ws.extractor_other_types and not ws.extractor_sightings:
+        raise ValueError("warm_start.extractor_other_types teaches lessons of the types each "
+                         "look showed: it needs warm_start.extractor_sightings=true")
+    if ws.extractor_other_types < 0:
+        raise ValueError("warm_start.extractor_other_types must be >= 0")
     if ws.extractor_writes_evidence and not ws.extractor_reads_shown:
         raise ValueError("warm_start.extractor_writes_evidence states what the prompt shows: "
                          "it needs warm_start.extractor_reads_shown=true")

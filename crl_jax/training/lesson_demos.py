@@ -40,10 +40,12 @@ import numpy as np
 
 from crl_jax.envs.alfworld_expert import PICK, AlfWorldEnvExpert, kind_of
 from crl_jax.envs.alfworld_households import household_game, household_index
-from crl_jax.envs.alfworld_lessons import (Lesson, about_room, first_home, goal_object,
-                                           lesson_steps, parse_lesson, read_evidence, read_homes,
-                                           read_sightings, room_of, true_lesson)
+from crl_jax.envs.alfworld_lessons import (Lesson, about_room, first_home, goal_about,
+                                           goal_object, lesson_steps, parse_lesson, read_evidence,
+                                           read_homes, read_sightings, room_of, true_lesson,
+                                           types_seen)
 from crl_jax.rl.batch import Sample
+from crl_jax.rl.prompts import EVERY_OBJECT, trajectory_text
 from crl_jax.training.warmstart import (Demo, demo_extractor_prompt, extractor_response,
                                        play_expert, with_missteps)
 
@@ -168,7 +170,7 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                        max_shown: int = 2, room_jitter: float = 0.0, write_room: bool = True,
                        wrong_picks: float = 0.0, missteps: float = 0.0,
                        read_shown: bool = False, evidence: bool = False,
-                       sightings: bool = False) -> list[Sample]:
+                       sightings: bool = False, other_types: int = 0) -> list[Sample]:
     """The extractor's warm-start pairs for households (in place of
     warmstart.extractor_sft_samples' plans): each trajectory, and with
     probability ``failure_fraction`` a copy cut short as a lost episode, and
@@ -187,14 +189,11 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     a lost copy its looks in vain alone (``shown_evidence``); with
     ``sightings`` as well, the prompts name the goal's objects each clipped
     observation showed and the evidence counts them (read_sightings).
+    With ``other_types`` as well (and ``sightings``, ``read_shown`` and
+    ``evidence``), each copy also gives up to that many pairs about other
+    types its looks showed (``_other_type_prompts``).
     Without ``write_room`` the answered lessons end before their room (the
     shown ones keep it, as the bank's entries do)."""
-
-    def written(lesson: str | None) -> str | None:
-        if lesson is None or write_room:
-            return lesson
-        parsed = parse_lesson(lesson)
-        return parsed.head + parsed.evidence_text
 
     known = [x for d in demos if (x := trajectory_lesson(d))]  # shown as the bank holds them
     pool = [a for d in demos for a in d.actions] or ["look"]
@@ -217,10 +216,39 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                 lesson = shown_evidence(prompt, room, sightings)
             elif read_shown and lesson:
                 lesson = shown_lesson(prompt, parse_lesson(lesson))
-            p = tokenizer.encode(prompt)
-            r = tokenizer.encode(extractor_response(written(lesson))) + [tokenizer.eos_id]
-            samples.append(Sample(p + r, [0] * len(p) + [1] * len(r)))
+            pairs = [(prompt, lesson)]
+            if other_types and sightings and read_shown and evidence:
+                pairs += [(p, shown_evidence(p, room, True))
+                          for p in _other_type_prompts(shown_demo, shown, room, other_types, rng)]
+            samples += [_lesson_sample(p, lesson, write_room, tokenizer) for p, lesson in pairs]
     return samples
+
+
+def _lesson_sample(prompt: str, lesson: str | None, write_room: bool, tokenizer) -> Sample:
+    """A prompt and its answered ``lesson`` (without its room unless
+    ``write_room``) as one training sequence."""
+    if lesson is not None and not write_room:
+        parsed = parse_lesson(lesson)
+        lesson = parsed.head + parsed.evidence_text
+    p = tokenizer.encode(prompt)
+    r = tokenizer.encode(extractor_response(lesson)) + [tokenizer.eos_id]
+    return Sample(p + r, [0] * len(p) + [1] * len(r))
+
+
+def _other_type_prompts(demo: Demo, shown: Sequence[str], room: Sequence[str], n: int,
+                        rng: np.random.Generator) -> list[str]:
+    """Consolidation prompts about up to ``n`` object types ``demo``'s looks
+    showed other than its goal's, drawn at random: each with the goal
+    restated about that type and the clips naming that type's objects, as
+    experience.sightings_of=each asks (training/step.episode_records)."""
+    every = trajectory_text(demo.actions, demo.observations[1:], focus=EVERY_OBJECT)
+    others = [t for t in types_seen(demo.goal, every) if t != goal_object(demo.goal)]
+    if not others:
+        return []
+    picked = sorted(rng.choice(len(others), size=min(n, len(others)), replace=False))
+    return [demo_extractor_prompt(dataclasses.replace(demo, goal=goal_about(demo.goal, others[i])),
+                                  shown=shown, room=", ".join(room), focus=others[i])
+            for i in picked]
 
 
 def _copies(d: Demo, rng: np.random.Generator, failure_fraction: float, wrong_picks: float,

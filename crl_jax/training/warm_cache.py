@@ -129,7 +129,8 @@ EXTRACTOR_ONLY_WARM_START = {"extractor_missteps": 0.0, "extractor_room_jitter":
                              "extractor_writes_room": True, "extractor_wrong_picks": 0.0,
                              "extractor_reads_shown": False, "extractor_wanders": 0.0,
                              "extractor_actor_episodes": 0.0, "extractor_home_rate": -1.0,
-                             "extractor_writes_evidence": False, "extractor_sightings": False}
+                             "extractor_writes_evidence": False, "extractor_sightings": False,
+                             "extractor_other_types": 0}
 
 # Warm-start settings added after the current schemes, with the value that
 # gives what the code gave before them: at that value they stay out of the

@@ -124,7 +124,8 @@ def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok
                                      missteps=ws.extractor_missteps,
                                      read_shown=ws.extractor_reads_shown,
                                      evidence=ws.extractor_writes_evidence,
-                                     sightings=ws.extractor_sightings)
+                                     sightings=ws.extractor_sightings,
+                                     other_types=ws.extractor_other_types)
     else:
         samples = warmstart.extractor_sft_samples(demos, ext_tok, rng,
                                                   ask_fraction=ws.ask_fraction,

@@ -99,6 +99,14 @@ class WarmStartSpec:
     (as experience.trajectory_sightings shows RL's, which it needs), and
     the evidence counts what each look showed
     (alfworld_lessons.read_sightings), not what the episode picked up."""
+    extractor_other_types: int = 0
+    """Households, with extractor_sightings: each trajectory also gives up
+    to this many pairs about other object types its looks showed (drawn at
+    random), each with its goal restated about that type and its clips
+    naming that type's objects, answered with that type's lesson: the
+    requests experience.sightings_of=each makes. Taught on the goal's type
+    alone, the extractor wrote about the type the trajectory took, whatever
+    its goal named."""
     extractor_wanders: float = 0.0
     """Households: the extractor's warm start also reads one episode per
     demonstration's game played by a wandering expert, which sends a random

@@ -125,3 +125,56 @@ def test_each_types_lesson_is_the_every_type_lesson_on_real_games():
         compared += len(every)
     env.close()
     assert compared >= 40
+
+
+class _CharTokenizer:
+    eos_id = 0
+
+    def encode(self, text):
+        return [ord(c) for c in text]
+
+
+def test_the_extractor_is_taught_about_other_types_as_each_asks():
+    """warm_start.extractor_other_types: besides its goal's pair, each
+    trajectory gives pairs about other types its looks showed, the goal
+    restated about that type; on real household games each such lesson
+    names that type, and every receptacle it counts found holds the type
+    when the game starts (each one counted in vain holds none)."""
+    import json
+
+    from crl_jax.envs.alfworld_lessons import parse_lesson
+    from crl_jax.envs.alfworld_regularity import placements
+    from crl_jax.training.lesson_demos import lesson_sft_samples, prompt_lines
+    games = household_games(households(4), 8, seed=4, home_rate=0.8)
+    env = make_env("alfworld", games=games, max_steps=20)
+    demos = [play_expert(env, t, make_expert("alfworld"), 20, "alfworld") for t in range(len(games))]
+    env.close()
+    held = [{p.otype: p.holders for p in placements(g)} for g in games]
+    kw = dict(read_shown=True, evidence=True, sightings=True, failure_fraction=0.0,
+              shown_fraction=0.0)
+    tok = _CharTokenizer()
+    alone = lesson_sft_samples(demos, tok, np.random.default_rng(0), **kw)
+    taught = lesson_sft_samples(demos, tok, np.random.default_rng(0), other_types=2, **kw)
+    about_others = 0
+    for sample in taught:
+        text = "".join(chr(t) for t in sample.tokens)
+        cut = sample.loss_mask.index(1)
+        prompt, answer = text[:cut], text[cut:-1]
+        goal, traj = prompt_lines(prompt, "goal", "traj")
+        otype = goal_object(goal)
+        tags = [n for tag in traj.split("[in view: ")[1:] for n in tag.split("]")[0].split(", ")]
+        assert all(n.rsplit(" ", 1)[0] == otype for n in tags)  # its type's objects alone
+        op = json.loads(answer)[0]
+        if op["op"] != "add":
+            continue
+        lesson = parse_lesson(op["entry"])
+        assert lesson.otype == otype
+        acts = [step.split(" -> ")[0] for step in traj.split(" | ")][:-1]  # the last may be cut
+        (demo, truth), = [(d, h) for d, h in zip(demos, held)
+                          if goal in (d.goal, goal_about(d.goal, otype))
+                          and list(d.actions[:len(acts)]) == acts]
+        for recep, found, _ in lesson.evidence:
+            assert bool(found) == (recep in truth.get(otype, ())), (goal, recep, traj)
+        about_others += otype != goal_object(demo.goal)
+    assert len(taught) - len(alone) == about_others
+    assert len(demos) <= about_others <= 2 * len(demos)

@@ -36,6 +36,7 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     assert fields["warm_start"].pop("extractor_home_rate") == -1.0
     assert fields["warm_start"].pop("extractor_writes_evidence") is False
     assert fields["warm_start"].pop("extractor_sightings") is False
+    assert fields["warm_start"].pop("extractor_other_types") == 0
     assert fields["warm_start"].pop("line_repeat") == 1
     assert fields["warm_start"].pop("actor_lr_end") == 1.0
     assert fields["demo_pool_excluded"] == 4  # these tests' pool, not the preset's 16: hashed
@@ -61,7 +62,8 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
                    dict(extractor_reads_shown=True), dict(extractor_wanders=0.3),
                    dict(line_repeat=4), dict(actor_lr_end=0.1),
                    dict(extractor_actor_episodes=1.0), dict(extractor_home_rate=0.0),
-                   dict(extractor_writes_evidence=True), dict(extractor_sightings=True)):
+                   dict(extractor_writes_evidence=True), dict(extractor_sightings=True),
+                   dict(extractor_other_types=2)):
         changed = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
                                                                              **change))
         assert key_of(changed) not in (base, key_of(jitter))
@@ -87,7 +89,8 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
                           ("warm_start", "extractor_actor_episodes"),
                           ("warm_start", "extractor_home_rate"),
                           ("warm_start", "extractor_writes_evidence"),
-                          ("warm_start", "extractor_sightings")):
+                          ("warm_start", "extractor_sightings"),
+                          ("warm_start", "extractor_other_types")):
         fields[section].pop(name)
     blob = json.dumps(fields, sort_keys=True).encode()
     assert key_of(preset_pool) == f"alfworld_cpu-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
