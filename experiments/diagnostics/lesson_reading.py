@@ -39,6 +39,17 @@ def cut_before_pick(demo):
     return None
 
 
+def lesson_shown(goal: str, traj: str) -> str | None:
+    """What a trajectory text shows, as ``verdict`` judges by: its first
+    pick-up's home, or, where its observations name the goal's objects they
+    showed, the first receptacle seen holding the type; None for neither."""
+    from crl_jax.envs.alfworld_lessons import NO_HOME, read_lesson, read_sightings
+    if "[in view: " not in traj:
+        return read_lesson(goal, traj)
+    seen = (read_sightings(goal, traj) or "").split(" (evidence: ")[0]
+    return seen if seen and not seen.endswith(NO_HOME) else None
+
+
 def verdict(answer: str, prompt: str) -> str:
     """right / invented (a lesson where the text shows none) / wrong homes /
     other, for an extractor ``answer`` to a consolidation ``prompt``. What
@@ -47,14 +58,10 @@ def verdict(answer: str, prompt: str) -> str:
     the first receptacle seen holding the type (read_sightings)."""
     import json
 
-    from crl_jax.envs.alfworld_lessons import (NO_HOME, about_room, parse_lesson, read_lesson,
-                                               read_sightings)
+    from crl_jax.envs.alfworld_lessons import about_room, parse_lesson
     from crl_jax.training.lesson_demos import prompt_lines
     goal, room, traj = prompt_lines(prompt, "goal", "room", "traj")
-    shown = read_lesson(goal, traj)
-    if "[in view: " in traj:
-        seen = (read_sightings(goal, traj) or "").split(" (evidence: ")[0]
-        shown = seen if seen and not seen.endswith(NO_HOME) else None
+    shown = lesson_shown(goal, traj)
     try:
         ops = json.loads(answer)
         op = ops[0] if isinstance(ops, list) and ops and isinstance(ops[0], dict) else {}

@@ -167,16 +167,15 @@ def report_evidence(run_dir: str, host_state: dict) -> dict:
 def wrong_home_examples(host_state: dict, n: int) -> list[str]:
     """Up to ``n`` consolidation samples whose reply names other homes than
     the trajectory shows, as text: goal, trajectory, shown lesson, reply."""
-    from crl_jax.envs.alfworld_lessons import read_lesson
     from crl_jax.training.lesson_demos import prompt_lines
-    from experiments.diagnostics.lesson_reading import verdict
+    from experiments.diagnostics.lesson_reading import lesson_shown, verdict
     out = []
     for s in _consolidations(host_state):
         if len(out) >= n:
             break
         if verdict(s["response"], s["prompt"]) == "wrong homes":
             goal, traj = prompt_lines(s["prompt"], "goal", "traj")
-            out.append(f"goal: {goal}\ntraj: {traj}\nshows: {read_lesson(goal, traj)}\n"
+            out.append(f"goal: {goal}\ntraj: {traj}\nshows: {lesson_shown(goal, traj)}\n"
                        f"wrote: {s['response']}")
     return out
 
