@@ -88,6 +88,11 @@ def _no_clock(rows):
     return [{k: v for k, v in r.items() if not is_clock_metric(k)} for r in rows]
 
 
+# The longest test by far (two training processes and a third to compare,
+# each compiling its own programs: minutes on 2 cores with a cold cache); the
+# models' two-process check (tests/models/test_multihost.py) and the other
+# multi-process tests here run by default.
+@pytest.mark.slow
 def test_two_processes_match_one_process_on_the_same_mesh(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     ref = _run(one, devices=2)

@@ -72,8 +72,11 @@ def small_run(preset: str) -> list[str]:
         "train.actor_train_after=0"]
 
 
+# multitask6 is multitask3's mix with three more environments, each run here
+# alone: with the slow tests (the default suite's time budget).
 @pytest.mark.parametrize("preset", [
-    "alfworld", "alfworld:paper", "minihack_room", "webshop", "multitask3", "multitask6", "swe"])
+    "alfworld", "alfworld:paper", "minihack_room", "webshop", "multitask3",
+    pytest.param("multitask6", marks=pytest.mark.slow), "swe"])
 def test_paper_preset_runs_a_step_on_tiny_checkpoints(preset, checkpoints, tmp_path):
     cfg = apply_overrides(load_preset(preset), small_run(preset) + [
         f"actor.checkpoint={checkpoints['actor']}", f"extractor.checkpoint={checkpoints['extractor']}",

@@ -31,8 +31,12 @@ def _config(preset, tmp_path, extra=()):
     return apply_overrides(load_preset(preset), SMALL + [f"train.out_dir={tmp_path}", *extra])
 
 
-@pytest.mark.parametrize("preset", ["alfworld_cpu", "minihack_room_cpu", "webshop_cpu",
-                                    "multitask3_cpu", "swe_cpu"])
+# The multi-task and WebShop presets run the same trainer on environments
+# whose own tests run by default: with the slow tests (the default suite's
+# 15-minute budget on 2 cores).
+@pytest.mark.parametrize("preset", [
+    "alfworld_cpu", "minihack_room_cpu", pytest.param("webshop_cpu", marks=pytest.mark.slow),
+    pytest.param("multitask3_cpu", marks=pytest.mark.slow), "swe_cpu"])
 def test_cpu_preset_runs(preset, tmp_path):
     # SWE prompts carry a whole issue: shorter windows keep the compile small.
     extra = (["rollout.max_new_tokens=24", "rollout.max_prompt_tokens=256", "rollout.obs_chars=300"]
