@@ -19,15 +19,11 @@ from crl_jax.training.config_io import apply_overrides
 from crl_jax.training.step import episode_records, feed_manager
 from crl_jax.training.warmstart import play_expert
 from experiments.configs import load_preset
+from tests.experience.sighting_texts import ACTIONS, GOAL, OBSERVATIONS
 
-GOAL = "look at statue under the desklamp"
-ACTIONS = ("go to desk 1", "go to shelf 1", "open drawer 1", "go to sidetable 1")
-OBSERVATIONS = ("You arrive at desk 1. On the desk 1, you see a desklamp 1, a pen 2, and a statue 1.",
-                "You arrive at shelf 1. On the shelf 1, you see a book 1.",
-                "You open the drawer 1. The drawer 1 is open. In it, you see nothing.",
-                "You arrive at sidetable 1. On the sidetable 1, you see a book 2, and a pen 1.")
-ROOM = ("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see a shelf 1, "
-        "a desk 1, and a drawer 1.\n\nYour task is to: look at statue under the desklamp.")
+ROOM = ("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly "
+        "around you, you see a shelf 1, a desk 1, and a drawer 1.\n\nYour task is to: look at "
+        "statue under the desklamp.")
 EACH = ["experience.trajectory_sightings=true", "experience.sightings_of=each",
         "experience.merger=lesson_evidence", "experience.mode=static_online",
         "controls.lesson_reader=rule"]

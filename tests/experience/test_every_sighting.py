@@ -17,13 +17,7 @@ from crl_jax.training.config_io import apply_overrides
 from crl_jax.training.lesson_controls import RuleLessonReader
 from crl_jax.training.warmstart import play_expert
 from experiments.configs import load_preset
-
-GOAL = "look at statue under the desklamp"
-ACTIONS = ("go to desk 1", "go to shelf 1", "open drawer 1", "go to sidetable 1")
-OBSERVATIONS = ("You arrive at desk 1. On the desk 1, you see a desklamp 1, a pen 2, and a statue 1.",
-                "You arrive at shelf 1. On the shelf 1, you see a book 1.",
-                "You open the drawer 1. The drawer 1 is open. In it, you see nothing.",
-                "You arrive at sidetable 1. On the sidetable 1, you see a book 2, and a pen 1.")
+from tests.experience.sighting_texts import ACTIONS, GOAL, OBSERVATIONS
 
 
 def _evidence(lesson: str) -> dict:
