@@ -162,14 +162,17 @@ _GOAL_OBJECT = (re.compile(r"^(?:put|find) (?:a |some |two )?(?:clean |hot |cool
                 re.compile(r"^look at ([a-z]+) "))
 
 
+def _goal_match(goal: str) -> tuple[str, re.Match | None]:
+    """``goal`` normalised (lower case, single spaces, a space after), and
+    the match of the first _GOAL_OBJECT pattern it fits (None: no task's)."""
+    text = " ".join(goal.lower().split()) + " "
+    return text, next((m for p in _GOAL_OBJECT if (m := p.match(text))), None)
+
+
 def goal_object(goal: str) -> str:
     """The object type a goal names ("" when the sentence is no ALFWorld task's)."""
-    text = " ".join(goal.lower().split()) + " "
-    for pattern in _GOAL_OBJECT:
-        m = pattern.match(text)
-        if m:
-            return m.group(1)
-    return ""
+    m = _goal_match(goal)[1]
+    return m.group(1) if m else ""
 
 
 # A pick-up as a trajectory text shows it: "take mug 1 from countertop 2 ->
@@ -305,12 +308,8 @@ def goal_about(goal: str, otype: str) -> str:
     sinkbasin.", so ``goal_object`` reads ``otype`` from it
     (experience.sightings_of=each asks about one type a call). ``goal`` as it
     is when it names no object type."""
-    text = " ".join(goal.lower().split()) + " "
-    for pattern in _GOAL_OBJECT:
-        m = pattern.match(text)
-        if m:
-            return (text[:m.start(1)] + otype + text[m.end(1):]).rstrip()
-    return goal
+    text, m = _goal_match(goal)
+    return (text[:m.start(1)] + otype + text[m.end(1):]).rstrip() if m else goal
 
 
 def _reached(action: str, seen: str) -> str | None:

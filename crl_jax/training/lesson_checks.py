@@ -35,11 +35,11 @@ def check_lesson_teaching(cfg) -> None:
                          "look showed, as RL's trajectories name it: it needs "
                          "warm_start.extractor_writes_evidence=true and "
                          "experience.trajectory_sightings=true")
+    if ws.extractor_other_types < 0:
+        raise ValueError("warm_start.extractor_other_types must be >= 0")
     if ws.extractor_other_types and not ws.extractor_sightings:
         raise ValueError("warm_start.extractor_other_types teaches lessons of the types each "
                          "look showed: it needs warm_start.extractor_sightings=true")
-    if ws.extractor_other_types < 0:
-        raise ValueError("warm_start.extractor_other_types must be >= 0")
     if ws.extractor_writes_evidence and not ws.extractor_reads_shown:
         raise ValueError("warm_start.extractor_writes_evidence states what the prompt shows: "
                          "it needs warm_start.extractor_reads_shown=true")

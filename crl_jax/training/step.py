@@ -223,10 +223,11 @@ def episode_records(run: Run, ep: Episode, step: int, baseline: float, judged: b
     if x.sightings_of == "every":
         return [record(ep.goal, EVERY_OBJECT)]
     goal_type = goal_object(ep.goal)
-    types = (types_seen(ep.goal, ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers,
-                                                    EVERY_OBJECT))
-             if x.sightings_of == "each" else [])
-    if not types:  # the goal's sightings alone, or nothing was looked into
+    if x.sightings_of == "goal":
+        return [record(ep.goal, goal_type)]
+    types = types_seen(ep.goal, ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers,
+                                                   EVERY_OBJECT))
+    if not types:  # nothing was looked into: asked about its goal, as with "goal"
         return [record(ep.goal, goal_type)]
     return [record(ep.goal if t == goal_type else goal_about(ep.goal, t), t, i == 0)
             for i, t in enumerate(types[:x.bank.max_ops_per_call])]

@@ -248,8 +248,8 @@ EVERY_TYPE = ("experience.sightings_of=every", "experience.bank.max_ops_per_call
 EACH_TYPE = ("experience.sightings_of=each", "experience.bank.max_ops_per_call=16")
 # ... taught so: asked about another type than the one its trajectory took,
 # the extractor taught on the goal's type alone wrote about the taken one
-# (its lessons named the first home 0.48 and 0.32 of the time, seeds 0 and
-# 1, against the rule's 0.87). Each warm-start trajectory also gives pairs
+# (its lessons named the first home 0.34 of the time, against the rule's
+# 0.87: docs/RESULTS.md). Each warm-start trajectory also gives pairs
 # about 2 other types it saw, its goal restated about each.
 OTHER_TYPES = ("warm_start.extractor_other_types=2",)
 _FOUR = "one-home lessons taught and shown, 4 households drawn"

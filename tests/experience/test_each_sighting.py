@@ -101,6 +101,13 @@ def test_each_needs_sightings_and_a_reader_of_them():
         _run(EACH[1:])
 
 
+def test_other_types_are_taught_only_with_sightings_and_never_negative():
+    with pytest.raises(ValueError, match="extractor_other_types must be >= 0"):
+        _run(["warm_start.extractor_other_types=-1"])
+    with pytest.raises(ValueError, match="needs warm_start.extractor_sightings=true"):
+        _run(["warm_start.extractor_other_types=2"])
+
+
 def test_each_types_lesson_is_the_every_type_lesson_on_real_games():
     """The searching expert's episodes on household games: the lesson read
     from each request (read_sightings on its type's clips and its restated
