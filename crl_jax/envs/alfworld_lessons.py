@@ -253,7 +253,14 @@ def read_sightings(goal: str, trajectory: str) -> str | None:
     return lesson.head + lesson.evidence_text
 
 
-_IN_VIEW = re.compile(r"\[in view: ([^\]]*)\]")
+# A clip's sighting tag, with or without its place (prompts.trajectory_text):
+# "[in view: mug 1]", "[seen at drawer 2: mug 1]".
+_IN_VIEW = re.compile(r"\[(?:in view|seen at [^\]:]+): ([^\]]*)\]")
+
+
+def names_sightings(trajectory: str) -> bool:
+    """Whether a trajectory text's clips name objects they cut off."""
+    return _IN_VIEW.search(trajectory) is not None
 
 
 def read_every_sighting(goal: str, trajectory: str) -> list[str]:

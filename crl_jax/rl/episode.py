@@ -64,13 +64,16 @@ class Episode:
     def generated_tokens(self) -> int:
         return sum(len(t.action_ids) for t in self.turns)
 
-    def trajectory_text(self, obs_chars: int = 40, answers: str = "action", focus: str = "") -> str:
+    def trajectory_text(self, obs_chars: int = 40, answers: str = "action", focus: str = "",
+                        places: bool = False) -> str:
         """The episode as the extractor reads it: each turn's action (or its
         whole answer, reasoning included: answers="whole") and observation,
-        clipped ones naming the ``focus`` type's objects they showed."""
+        clipped ones naming the ``focus`` type's objects they showed (and,
+        with ``places``, where: prompts.trajectory_text)."""
         said = [t.text.strip() if answers == "whole" or not t.action else t.action
                 for t in self.turns]
-        return prompts.trajectory_text(said, [t.observation for t in self.turns], obs_chars, focus)
+        return prompts.trajectory_text(said, [t.observation for t in self.turns], obs_chars, focus,
+                                       places)
 
     def samples(self, turn_advantages: Sequence[float]) -> list[Sample]:
         """One training sequence per turn: prompt (mask 0) + sampled ids (mask 1)."""

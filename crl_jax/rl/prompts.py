@@ -293,8 +293,12 @@ def parse_merge(response: str) -> list[str] | None:
 EVERY_OBJECT = "*"  # trajectory_text's focus that names every object a look showed
 
 
+# Where an ALFWorld look stood: the receptacle an arrival or an opening names.
+_PLACE = re.compile(r"You (?:arrive at|open the) ([a-z]+(?: [a-z]+)* \d+)\.")
+
+
 def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 40,
-                    focus: str = "") -> str:
+                    focus: str = "", places: bool = False) -> str:
     """A trajectory as "action -> observation" steps joined by " | ", each
     observation cut to ``obs_chars`` (0: whole).
 
@@ -307,7 +311,10 @@ def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_cha
     mug 2]"): cut to 40 characters, an arrival shows where the actor went,
     never what lay there (experience.trajectory_sightings). ``focus`` =
     EVERY_OBJECT names every object a look showed (experience.sightings_of=
-    every)."""
+    every). With ``places`` the tag also names where the look stood, when
+    the observation says ("[seen at drawer 2: mug 1]",
+    experience.sighting_places): the clip names it some thirty characters
+    earlier, a long way for a tiny extractor to copy from."""
     findall = (objects_listed if focus == EVERY_OBJECT else
                re.compile(rf"\b{re.escape(focus)} \d+\b").findall if focus else None)
 
@@ -320,7 +327,9 @@ def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_cha
         shown = _clip(o, obs_chars)
         if findall:
             lost = [n for n in dict.fromkeys(findall(o)) if n not in findall(shown)]
-            shown += f" [in view: {', '.join(lost)}]" if lost else ""
+            place = _PLACE.match(o.strip()) if places else None
+            tag = f"seen at {place.group(1)}" if place else "in view"
+            shown += f" [{tag}: {', '.join(lost)}]" if lost else ""
         return f"{a} -> {shown}"
     return " | ".join(step(a, o) if o else a for a, o in zip(actions, observations))
 

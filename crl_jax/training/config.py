@@ -162,6 +162,11 @@ class ExperienceSpec(ExperienceModeProperties):
     objects of the goal's type it showed ("[in view: mug 1]"), so a lesson
     can count where a type was seen, not only where the actor picked it up
     (alfworld_lessons.read_sightings with experience.merger=lesson_evidence)."""
+    sighting_places: bool = False
+    """trajectory_sightings: the tag also names where the look stood
+    ("[seen at drawer 2: mug 1]"), so the home a lesson states sits beside
+    the sighting rather than some thirty characters before it. Shapes the
+    extractor's warm start too (WarmStartInputs.sighting_places)."""
     sightings_of: Literal["goal", "every", "each"] = "goal"
     """trajectory_sightings: the objects a clip names, the goal's type's or
     every object's; "every" lets the rule reader write a lesson for each

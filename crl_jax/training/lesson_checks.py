@@ -28,6 +28,10 @@ def check_lesson_teaching(cfg) -> None:
     if cfg.experience.trajectory_sightings and not cfg.env.households:
         raise ValueError("experience.trajectory_sightings names the goal's object type in "
                          "households' trajectories: it needs env.households > 0")
+    if cfg.experience.sighting_places and not cfg.experience.trajectory_sightings:
+        raise ValueError("experience.sighting_places names where the sightings of "
+                         "experience.trajectory_sightings were seen: it needs "
+                         "experience.trajectory_sightings=true")
     _check_sightings_of(cfg)
     if ws.extractor_sightings and not (ws.extractor_writes_evidence
                                        and cfg.experience.trajectory_sightings):

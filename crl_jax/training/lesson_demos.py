@@ -170,7 +170,8 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
                        max_shown: int = 2, room_jitter: float = 0.0, write_room: bool = True,
                        wrong_picks: float = 0.0, missteps: float = 0.0,
                        read_shown: bool = False, evidence: bool = False,
-                       sightings: bool = False, other_types: int = 0) -> list[Sample]:
+                       sightings: bool = False, other_types: int = 0,
+                       places: bool = False) -> list[Sample]:
     """The extractor's warm-start pairs for households (in place of
     warmstart.extractor_sft_samples' plans): each trajectory, and with
     probability ``failure_fraction`` a copy cut short as a lost episode, and
@@ -191,7 +192,8 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     observation showed and the evidence counts them (read_sightings).
     With ``other_types`` as well (and ``sightings``, ``read_shown`` and
     ``evidence``), each copy also gives up to that many pairs about other
-    types its looks showed (``_other_type_prompts``).
+    types its looks showed (``_other_type_prompts``). With ``places``
+    the sightings' tags name where they were seen (experience.sighting_places).
     Without ``write_room`` the answered lessons end before their room (the
     shown ones keep it, as the bank's entries do)."""
 
@@ -201,17 +203,14 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
     samples = []
     for d in demos:
         for shown_demo in _copies(d, rng, failure_fraction, wrong_picks, types, missteps, pool):
-            shown = []
-            if known and rng.random() < shown_fraction:
-                k = int(rng.integers(1, max_shown + 1))
-                shown = [known[i] for i in rng.choice(len(known), size=min(k, len(known)),
-                                                      replace=False)]
+            shown = _shown_lessons(known, rng, shown_fraction, max_shown)
             room, lesson = room_of(d.observations[0]), trajectory_lesson(shown_demo)
             if room_jitter and rng.random() < room_jitter:
                 room = jittered_room(room, _named(d), rng)
                 lesson = lesson and dataclasses.replace(parse_lesson(lesson), room=room).text
             prompt = demo_extractor_prompt(shown_demo, shown=shown, room=", ".join(room),
-                                           focus=goal_object(d.goal) if sightings else "")
+                                           focus=goal_object(d.goal) if sightings else "",
+                                           places=places)
             if read_shown and evidence:
                 lesson = shown_evidence(prompt, room, sightings)
             elif read_shown and lesson:
@@ -219,9 +218,20 @@ def lesson_sft_samples(demos: Sequence[Demo], tokenizer, rng: np.random.Generato
             pairs = [(prompt, lesson)]
             if other_types and sightings and read_shown and evidence:
                 pairs += [(p, shown_evidence(p, room, True))
-                          for p in _other_type_prompts(shown_demo, shown, room, other_types, rng)]
+                          for p in _other_type_prompts(shown_demo, shown, room, other_types, rng,
+                                                       places)]
             samples += [_lesson_sample(p, lesson, write_room, tokenizer) for p, lesson in pairs]
     return samples
+
+
+def _shown_lessons(known: Sequence[str], rng: np.random.Generator, fraction: float,
+                   most: int) -> list[str]:
+    """With probability ``fraction``, 1-``most`` of the ``known`` lessons
+    drawn without replacement, as a prompt lists the bank's; else none."""
+    if not (known and rng.random() < fraction):
+        return []
+    k = int(rng.integers(1, most + 1))
+    return [known[i] for i in rng.choice(len(known), size=min(k, len(known)), replace=False)]
 
 
 def _lesson_sample(prompt: str, lesson: str | None, write_room: bool, tokenizer) -> Sample:
@@ -236,7 +246,7 @@ def _lesson_sample(prompt: str, lesson: str | None, write_room: bool, tokenizer)
 
 
 def _other_type_prompts(demo: Demo, shown: Sequence[str], room: Sequence[str], n: int,
-                        rng: np.random.Generator) -> list[str]:
+                        rng: np.random.Generator, places: bool = False) -> list[str]:
     """Consolidation prompts about up to ``n`` object types ``demo``'s looks
     showed other than its goal's, drawn at random: each with the goal
     restated about that type and the clips naming that type's objects, as
@@ -247,7 +257,8 @@ def _other_type_prompts(demo: Demo, shown: Sequence[str], room: Sequence[str], n
         return []
     picked = sorted(rng.choice(len(others), size=min(n, len(others)), replace=False))
     return [demo_extractor_prompt(dataclasses.replace(demo, goal=goal_about(demo.goal, others[i])),
-                                  shown=shown, room=", ".join(room), focus=others[i])
+                                  shown=shown, room=", ".join(room), focus=others[i],
+                                  places=places)
             for i in picked]
 
 

@@ -212,7 +212,8 @@ def episode_records(run: Run, ep: Episode, step: int, baseline: float, judged: b
     room = room_line(ep.first_observation) if run.cfg.env.households else ""
 
     def record(goal: str, focus: str, first: bool = True) -> EpisodeRecord:
-        trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers, focus)
+        trajectory = ep.trajectory_text(x.trajectory_obs_chars, x.trajectory_answers, focus,
+                                        x.sighting_places)
         return EpisodeRecord(goal, trajectory, ep.won, ep.task_key,
                              ep.experience_id if first else None, step,
                              tuple(ep.ask_keys) if first else (), baseline, judged and first,

@@ -71,6 +71,9 @@ class WarmStartInputs:
     # GENERATION: the games the warm start demonstrates (empty without
     # households, and then not hashed).
     households: tuple = ()
+    # experience.sighting_places: how the extractor's warm-start prompts tag
+    # sightings, as RL's do (hashed only when set, so earlier keys hold).
+    sighting_places: bool = False
 
 
 KEY_SCHEME = "ws7"  # bump when the warm-start code changes what the same inputs give
@@ -98,7 +101,8 @@ def warm_start_inputs(cfg: RunConfig) -> WarmStartInputs:
         warm_start=dataclasses.replace(cfg.warm_start, cache_dir=""),
         demo_pool_excluded=_pool_excluded(cfg),
         households=((e.households, e.pool_households, e.home_rate, HOUSEHOLDS_GENERATION)
-                    if e.households else ()))
+                    if e.households else ()),
+        sighting_places=cfg.experience.sighting_places)
 
 
 def _pool_excluded(cfg: RunConfig) -> int:
@@ -151,12 +155,14 @@ def actor_key(cfg: RunConfig) -> str:
 def extractor_neutral(cfg: RunConfig, **warm_start) -> RunConfig:
     """``cfg`` with the extractor-only warm-start settings at their neutral
     values (and ``warm_start``'s too), the sightings read by the goal's type
-    alone, as an extractor so taught reads them: no key holds an experience
-    setting, but the config must stay valid."""
+    alone, as an extractor so taught reads them, and tagged without their
+    place: the actor's key holds no experience setting, but the config must
+    stay valid."""
     return dataclasses.replace(
         cfg, warm_start=dataclasses.replace(cfg.warm_start, **warm_start,
                                             **EXTRACTOR_ONLY_WARM_START),
-        experience=dataclasses.replace(cfg.experience, sightings_of="goal"))
+        experience=dataclasses.replace(cfg.experience, sightings_of="goal",
+                                       sighting_places=False))
 
 
 def warm_start_key(cfg: RunConfig) -> str:
@@ -173,6 +179,8 @@ def inputs_key(inputs: WarmStartInputs, scheme: str) -> str:
         del fields["demo_pool_excluded"]
     if not inputs.households:
         del fields["households"]
+    if not inputs.sighting_places:
+        del fields["sighting_places"]
     for (section, name), neutral in _ADDED_SINCE_SCHEME.items():
         if fields[section][name] == neutral:
             del fields[section][name]

@@ -125,7 +125,8 @@ def _train_extractor(cfg: RunConfig, demos, sources, extractor: Learner, ext_tok
                                      read_shown=ws.extractor_reads_shown,
                                      evidence=ws.extractor_writes_evidence,
                                      sightings=ws.extractor_sightings,
-                                     other_types=ws.extractor_other_types)
+                                     other_types=ws.extractor_other_types,
+                                     places=cfg.experience.sighting_places)
     else:
         samples = warmstart.extractor_sft_samples(demos, ext_tok, rng,
                                                   ask_fraction=ws.ask_fraction,

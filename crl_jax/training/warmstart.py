@@ -291,16 +291,18 @@ def is_decision(action: str) -> bool:
 
 
 def demo_extractor_prompt(demo: Demo, turns: int | None = None,
-                          shown: Sequence[str] = (), room: str = "", focus: str = "") -> str:
+                          shown: Sequence[str] = (), room: str = "", focus: str = "",
+                          places: bool = False) -> str:
     """The consolidation prompt (compact format) for a demo's trajectory, or
     for its first ``turns`` actions as a failed episode, with ``shown``
     entries listed as the bank would show them (and ``room``, households;
-    ``focus``: the object type whose sightings the clipped observations name)."""
+    ``focus``: the object type whose sightings the clipped observations name,
+    with ``places`` where they were seen)."""
     won = demo.won if turns is None else False
     n = len(demo.actions) if turns is None else turns
     return prompts.render_extractor_compact(prompts.ExtractorView(
         demo.goal, prompts.trajectory_text(demo.actions[:n], demo.observations[1:n + 1],
-                                           focus=focus), won,
+                                           focus=focus, places=places), won,
         tuple(shown), room=room))
 
 

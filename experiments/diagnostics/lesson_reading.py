@@ -43,8 +43,9 @@ def lesson_shown(goal: str, traj: str) -> str | None:
     """What a trajectory text shows, as ``verdict`` judges by: its first
     pick-up's home, or, where its observations name the goal's objects they
     showed, the first receptacle seen holding the type; None for neither."""
-    from crl_jax.envs.alfworld_lessons import NO_HOME, read_lesson, read_sightings
-    if "[in view: " not in traj:
+    from crl_jax.envs.alfworld_lessons import (NO_HOME, names_sightings, read_lesson,
+                                               read_sightings)
+    if not names_sightings(traj):
         return read_lesson(goal, traj)
     seen = (read_sightings(goal, traj) or "").split(" (evidence: ")[0]
     return seen if seen and not seen.endswith(NO_HOME) else None

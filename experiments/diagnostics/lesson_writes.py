@@ -123,7 +123,8 @@ def sighting_counts(host_state: dict) -> Counter:
     each look showed (experience.trajectory_sightings): how many saw the
     goal's type somewhere, how many of those picked none up, and how many
     picked it up elsewhere than where they first saw it."""
-    from crl_jax.envs.alfworld_lessons import NO_HOME, read_evidence, read_sightings
+    from crl_jax.envs.alfworld_lessons import (NO_HOME, names_sightings, read_evidence,
+                                               read_sightings)
     from crl_jax.training.lesson_demos import prompt_lines
 
     def head(lesson: str | None) -> str:  # the home, "" for none
@@ -132,7 +133,7 @@ def sighting_counts(host_state: dict) -> Counter:
     out = Counter()
     for s in _consolidations(host_state):
         goal, traj = prompt_lines(s["prompt"], "goal", "traj")
-        if "[in view: " not in traj:  # a sighting is named only in such prompts
+        if not names_sightings(traj):  # a sighting is named only in such prompts
             continue
         seen, taken = head(read_sightings(goal, traj)), head(read_evidence(goal, traj))
         out["saw"] += bool(seen)

@@ -252,6 +252,11 @@ EACH_TYPE = ("experience.sightings_of=each", "experience.bank.max_ops_per_call=1
 # 0.87: docs/RESULTS.md). Each warm-start trajectory also gives pairs
 # about 2 other types it saw, its goal restated about each.
 OTHER_TYPES = ("warm_start.extractor_other_types=2",)
+# ... with each sighting's tag naming where it was seen ("[seen at drawer 2:
+# keychain 2]"): so taught, the extractor still named the receptacle looked
+# into just before or after the one whose look showed the type, which the
+# clip names some thirty characters before the tag.
+PLACES = ("experience.sighting_places=true",)
 _FOUR = "one-home lessons taught and shown, 4 households drawn"
 FOUR_READ = (*FIRST_READ, "env.drawn_households=4")
 FIRST_FOUR = (Variant(f"{ORACLE}, {_FOUR}", "oracle",
@@ -292,6 +297,20 @@ FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
                       extra=(*FOUR_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16,
                              *ACTOR_READ, *WRITES_EVIDENCE, *SIGHTINGS[2:],
                              "warm_start.extractor_sightings=true", *EACH_TYPE, *OTHER_TYPES)),
+              Variant(f"{COMP}, extractor taught 3x as long on the actor's episodes to write "
+                      f"what each look showed of its goal's and 2 other types, asked about "
+                      f"each type seen, {_EVERY}",
+                      extra=(*FOUR_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16,
+                             *ACTOR_READ, *WRITES_EVIDENCE, *SIGHTINGS[2:],
+                             "warm_start.extractor_sightings=true", *EACH_TYPE, *OTHER_TYPES,
+                             *LONGER)),
+              Variant(f"{COMP}, extractor taught on the actor's episodes to write what each "
+                      f"look showed, tagged with its place, of its goal's and 2 other types, "
+                      f"asked about each type seen, {_EVERY}",
+                      extra=(*FOUR_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16,
+                             *ACTOR_READ, *WRITES_EVIDENCE, *SIGHTINGS[2:],
+                             "warm_start.extractor_sightings=true", *EACH_TYPE, *OTHER_TYPES,
+                             *PLACES)),
               Variant(f"GRPO, {_EVERY}", "none", (*FOUR_READ, EVERY_TYPE[1])))
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.
