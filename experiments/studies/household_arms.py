@@ -314,6 +314,19 @@ FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
                              "warm_start.extractor_sightings=true", *EACH_TYPE, *OTHER_TYPES,
                              *PLACES)),
               Variant(f"GRPO, {_EVERY}", "none", (*FOUR_READ, EVERY_TYPE[1])))
+# ... and its best learned recipe where objects have no homes
+# (env.home_rate=0, their own warm starts): a gain that is transfer must
+# vanish there.
+_FOUR_NONE = "one-home lessons taught and shown, 4 households drawn, no homes (home rate 0)"
+FOUR_NONE_READ = (*(o for o in FOUR_READ if not o.startswith("env.home_rate=")), *NO_HOMES)
+FOUR_NONE = (Variant(f"{COMP}, extractor taught 3x as long on the actor's episodes to write "
+                     f"what each look showed of its goal's and 2 other types, asked about each "
+                     f"type seen, {_FOUR_NONE}",
+                     extra=(*FOUR_NONE_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16,
+                            *ACTOR_READ, *WRITES_EVIDENCE, *SIGHTINGS[2:],
+                            "warm_start.extractor_sightings=true", *EACH_TYPE, *OTHER_TYPES,
+                            *LONGER)),
+             Variant(f"GRPO, {_FOUR_NONE}", "none", (*FOUR_NONE_READ, EVERY_TYPE[1])))
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.
 _NO_HOMES = tuple(o for o in ONE_HOME if not o.startswith("env.home_rate=")) + NO_HOMES
@@ -344,5 +357,7 @@ GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
           (FOUR_EVERY, "home rate 0.8, 200 warm-start households, lesson walks repeated, "
                        "warm-start rate decayed, one-home lessons, 4 households drawn, "
                        "warm starts remade"),
+          (FOUR_NONE, "no homes (home rate 0), 200 warm-start households, lesson walks "
+                      "repeated, warm-start rate decayed, one-home lessons, 4 households drawn"),
           (FIRST_NONE, "no homes (home rate 0), 200 warm-start households, lesson walks "
                        "repeated, warm-start rate decayed, one-home lessons"))
