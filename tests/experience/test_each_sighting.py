@@ -19,7 +19,7 @@ from crl_jax.training.config_io import apply_overrides
 from crl_jax.training.step import episode_records, feed_manager
 from crl_jax.training.warmstart import play_expert
 from experiments.configs import load_preset
-from tests.experience.sighting_texts import ACTIONS, GOAL, OBSERVATIONS
+from tests.experience.sighting_texts import ACTIONS, GOAL, OBSERVATIONS, CharTokenizer
 
 ROOM = ("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly "
         "around you, you see a shelf 1, a desk 1, and a drawer 1.\n\nYour task is to: look at "
@@ -130,13 +130,6 @@ def test_each_types_lesson_is_the_every_type_lesson_on_real_games():
     assert compared >= 40
 
 
-class _CharTokenizer:
-    eos_id = 0
-
-    def encode(self, text):
-        return [ord(c) for c in text]
-
-
 def test_the_extractor_is_taught_about_other_types_as_each_asks():
     """warm_start.extractor_other_types: besides its goal's pair, each
     trajectory gives pairs about other types its looks showed, the goal
@@ -155,7 +148,7 @@ def test_the_extractor_is_taught_about_other_types_as_each_asks():
     held = [{p.otype: p.holders for p in placements(g)} for g in games]
     kw = dict(read_shown=True, evidence=True, sightings=True, failure_fraction=0.0,
               shown_fraction=0.0)
-    tok = _CharTokenizer()
+    tok = CharTokenizer()
     alone = lesson_sft_samples(demos, tok, np.random.default_rng(0), **kw)
     taught = lesson_sft_samples(demos, tok, np.random.default_rng(0), other_types=2, **kw)
     about_others = 0

@@ -7,18 +7,16 @@ import re
 import numpy as np
 import pytest
 
-from crl_jax.envs.alfworld_households import household_games, households
 from crl_jax.envs.alfworld_lessons import (names_sightings, read_every_sighting,
                                            read_sightings)
 from crl_jax.envs.alfworld_regularity import placements
-from crl_jax.envs.registry import make_env, make_expert
 from crl_jax.rl.prompts import EVERY_OBJECT, trajectory_text
 from crl_jax.training.config_io import apply_overrides
 from crl_jax.training.lesson_demos import lesson_sft_samples
 from crl_jax.training.warm_cache import actor_key, warm_start_key
-from crl_jax.training.warmstart import play_expert
 from experiments.configs import load_preset
-from tests.experience.sighting_texts import ACTIONS, GOAL, OBSERVATIONS
+from tests.experience.sighting_texts import (ACTIONS, GOAL, OBSERVATIONS, CharTokenizer,
+                                            expert_demos)
 
 _TAG = re.compile(r"\[seen at ([^\]:]+): ([^\]]*)\]")
 
@@ -55,13 +53,10 @@ def test_every_object_is_tagged_with_its_place_and_read_as_before():
 def test_tags_name_where_real_games_place_the_type_and_lessons_do_not_change(seed):
     """The searching expert's episodes on household games: each tag before
     the first pick-up names a place that holds the objects it names when the
-    game starts (the games' own placements), and the rule readers write the same lessons from tagged
-    and untagged clips."""
-    games = household_games(households(4), 16, seed=seed, home_rate=0.8)
-    env = make_env("alfworld", games=games, max_steps=20)
+    game starts (the games' own placements), and the rule readers write the
+    same lessons from tagged and untagged clips."""
     tags = 0
-    for t, g in enumerate(games):
-        demo = play_expert(env, t, make_expert("alfworld"), 20, "alfworld")
+    for g, demo in expert_demos(16, seed):
         held = {p.otype: p.holders for p in placements(g)}
         otype = g.params["object_target"].lower()
         for focus in (otype, EVERY_OBJECT):
@@ -75,24 +70,13 @@ def test_tags_name_where_real_games_place_the_type_and_lessons_do_not_change(see
                 for name in names.split(", "):
                     assert place in held[name.rsplit(" ", 1)[0]], (g.id, placed)
                     tags += 1
-    env.close()
     assert tags >= 30
 
 
-class _CharTokenizer:
-    eos_id = 0
-
-    def encode(self, text):
-        return [ord(c) for c in text]
-
-
 def test_the_extractor_is_taught_on_tagged_prompts_with_the_same_answers():
-    games = household_games(households(4), 6, seed=6, home_rate=0.8)
-    env = make_env("alfworld", games=games, max_steps=20)
-    demos = [play_expert(env, t, make_expert("alfworld"), 20, "alfworld") for t in range(len(games))]
-    env.close()
+    demos = [demo for _, demo in expert_demos(6, 6)]
     kw = dict(read_shown=True, evidence=True, sightings=True, other_types=2)
-    tok = _CharTokenizer()
+    tok = CharTokenizer()
     split = []
     for places in (False, True):
         samples = lesson_sft_samples(demos, tok, np.random.default_rng(0), places=places, **kw)
