@@ -43,7 +43,7 @@ def test_periodic_merge_uses_the_task_key_entries_carry_in_a_shared_bank():
 
     cfg = load_preset("alfworld_cpu")
     assert not cfg.experience.bank.per_task and cfg.experience.merge_every == 5
-    episodes = [SimpleNamespace(goal="g", trajectory_text=lambda obs_chars=40, answers="action", focus="": "t", won=True,
+    episodes = [SimpleNamespace(goal="g", trajectory_text=lambda obs_chars=40, answers="action", focus="", places=False: "t", won=True,
                                 task_key=key, experience_id=None, ask_keys=[], guided=False,
                                 judgement=None) for key in ("alfworld", "x")]
     rec = Recorder()

@@ -41,6 +41,7 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     assert fields["warm_start"].pop("actor_lr_end") == 1.0
     assert fields["demo_pool_excluded"] == 4  # these tests' pool, not the preset's 16: hashed
     assert fields.pop("households") == ()  # no households: not hashed
+    assert fields.pop("sighting_places") is False  # unset: not hashed
     blob = json.dumps(fields, sort_keys=True).encode()
     assert base == f"{inputs.name}-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
     judging = dataclasses.replace(inputs, warm_start=dataclasses.replace(inputs.warm_start,
@@ -77,6 +78,7 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     fields = dataclasses.asdict(preset_pool)
     assert fields.pop("demo_pool_excluded") == 16
     fields.pop("households")
+    fields.pop("sighting_places")
     for section, name in (("warm_start", "judge_fraction"), ("warm_start", "extractor_missteps"),
                           ("actor", "attention_chunk"), ("extractor", "attention_chunk"),
                           ("warm_start", "guided_contrast"),
@@ -95,6 +97,8 @@ def test_every_input_of_the_warm_start_is_in_its_key(tmp_path):
     blob = json.dumps(fields, sort_keys=True).encode()
     assert key_of(preset_pool) == f"alfworld_cpu-{KEY_SCHEME}-{hashlib.sha256(blob).hexdigest()[:16]}"
     # households shape the demonstrated games: each of their settings is in the key
+    # tags that name their place shape the extractor's prompts: in the key when set
+    assert key_of(dataclasses.replace(inputs, sighting_places=True)) != base
     homes = {key_of(dataclasses.replace(inputs, households=h))
              for h in ((40, 8, 0.65), (40, 8, 0.0), (40, 4, 0.65), (48, 8, 0.65))}
     assert len(homes) == 4 and base not in homes
