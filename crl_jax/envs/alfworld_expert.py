@@ -30,10 +30,9 @@ import re
 
 from crl_jax.envs.alfworld_data import GameRecord
 from crl_jax.envs.alfworld_pddl import GameSpec
+from crl_jax.envs.alfworld_text import place_of_look
 
 _SEE = re.compile(r"you see (.*)\.$")
-_ARRIVE = re.compile(r"^You arrive at (.+?)\. ")
-_OPEN = re.compile(r"^You open the (.+?)\. ")
 _EXAMINE = re.compile(r"^(?:On the (.+?), you see|The (.+?) is open\. In it, you see)")
 PICK = re.compile(r"^You pick up the (.+?) from the (.+?)\.$")  # (object, receptacle)
 _MOVE = re.compile(r"^You move the (.+?) to the (.+?)\.$")
@@ -120,9 +119,8 @@ class AlfredExpert:
             self.receptacles.sort(key=lambda name: (named.get(name, len(named)),
                                                     not self._likely_holds(name), order[name]))
             return
-        m = _ARRIVE.match(feedback) or _OPEN.match(feedback)
-        if m:
-            self.current = m.group(1)
+        if (place := place_of_look(feedback)):
+            self.current = place
             if "is closed" not in feedback:
                 self.visited.add(self.current)
                 self.seen[self.current] = parse_seen(feedback)

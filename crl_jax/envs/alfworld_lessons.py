@@ -23,7 +23,7 @@ import re
 
 from crl_jax.envs.alfworld_expert import room_receptacles
 from crl_jax.envs.alfworld_households import Household
-from crl_jax.envs.alfworld_text import objects_listed
+from crl_jax.envs.alfworld_text import objects_listed, place_of_look
 
 _LESSON = re.compile(r"^(?P<otype>[a-z]+): (?P<homes>[^(]+?) \(room: (?P<room>[^)]*)\)"
                      r"(?: \(votes: (?P<votes>\d+(?:, \d+)*)\))?"
@@ -321,11 +321,8 @@ def goal_about(goal: str, otype: str) -> str:
 
 def _reached(action: str, seen: str) -> str | None:
     """The receptacle a step arrived at or opened, whatever it showed."""
-    for verb, shows in (("go to ", "You arrive at {}."), ("open ", "You open ")):
-        recep = action.removeprefix(verb)
-        if action.startswith(verb) and _is_name(recep) and seen.startswith(shows.format(recep)):
-            return recep
-    return None
+    recep = place_of_look(seen)
+    return recep if recep and action in (f"go to {recep}", f"open {recep}") else None
 
 
 def _looked_into(action: str, seen: str) -> str | None:

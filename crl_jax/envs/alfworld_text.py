@@ -61,6 +61,17 @@ def objects_listed(observation: str) -> list[str]:
     return [n for listed in _LISTED.findall(observation) for n in _ARTICLE_NAME.findall(listed)]
 
 
+# Where a look stood: "You arrive at drawer 2. ..." or "You open the drawer 2. ...".
+_PLACE = re.compile(r"You (?:arrive at|open the) ([a-z]+(?: [a-z]+)* \d+)\.")
+
+
+def place_of_look(observation: str) -> str | None:
+    """The receptacle an arrival or an opening names ("drawer 2"), or None
+    for any other observation."""
+    m = _PLACE.match(observation.strip())
+    return m.group(1) if m else None
+
+
 def _a(spec: GameSpec, ident: str) -> str:
     return "a " + spec.names[ident]
 

@@ -18,7 +18,7 @@ import dataclasses
 import re
 from typing import Sequence
 
-from crl_jax.envs.alfworld_text import objects_listed
+from crl_jax.envs.alfworld_text import objects_listed, place_of_look
 from crl_jax.experience.operations import query_text
 from crl_jax.rl import released_prompts
 
@@ -293,10 +293,6 @@ def parse_merge(response: str) -> list[str] | None:
 EVERY_OBJECT = "*"  # trajectory_text's focus that names every object a look showed
 
 
-# Where an ALFWorld look stood: the receptacle an arrival or an opening names.
-_PLACE = re.compile(r"You (?:arrive at|open the) ([a-z]+(?: [a-z]+)* \d+)\.")
-
-
 def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_chars: int = 40,
                     focus: str = "", places: bool = False) -> str:
     """A trajectory as "action -> observation" steps joined by " | ", each
@@ -327,8 +323,8 @@ def trajectory_text(actions: Sequence[str], observations: Sequence[str], obs_cha
         shown = _clip(o, obs_chars)
         if findall:
             lost = [n for n in dict.fromkeys(findall(o)) if n not in findall(shown)]
-            place = _PLACE.match(o.strip()) if places else None
-            tag = f"seen at {place.group(1)}" if place else "in view"
+            place = place_of_look(o) if places else None
+            tag = f"seen at {place}" if place else "in view"
             shown += f" [{tag}: {', '.join(lost)}]" if lost else ""
         return f"{a} -> {shown}"
     return " | ".join(step(a, o) if o else a for a, o in zip(actions, observations))

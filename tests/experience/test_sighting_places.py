@@ -10,6 +10,7 @@ import pytest
 from crl_jax.envs.alfworld_lessons import (names_sightings, read_every_sighting,
                                            read_sightings)
 from crl_jax.envs.alfworld_regularity import placements
+from crl_jax.envs.alfworld_text import place_of_look
 from crl_jax.rl.prompts import EVERY_OBJECT, trajectory_text
 from crl_jax.training.config_io import apply_overrides
 from crl_jax.training.lesson_demos import lesson_sft_samples
@@ -30,6 +31,17 @@ def test_a_tag_names_the_receptacle_its_look_stood_at():
     plain = trajectory_text(ACTIONS, OBSERVATIONS, 40, focus="pen").split(" | ")
     assert plain[0].endswith("... [in view: pen 2]")
     assert [s.split(" [")[0] for s in placed] == [s.split(" [")[0] for s in plain]
+
+
+def test_an_arrival_and_an_opening_name_their_place_and_nothing_else_does():
+    assert place_of_look("You arrive at desk 1. On the desk 1, you see a pen 2.") == "desk 1"
+    assert place_of_look("You open the drawer 12. The drawer 12 is open. In it, you see nothing.") \
+        == "drawer 12"
+    assert place_of_look("  You arrive at sinkbasin 1. On the sinkbasin 1, you see nothing.") \
+        == "sinkbasin 1"
+    for other in ("On the desk 1, you see a pen 2.", "You pick up the pen 2 from the desk 1.",
+                  "Nothing happens.", "You close the drawer 1.", "You arrive at desk."):
+        assert place_of_look(other) is None
 
 
 def test_a_look_whose_observation_names_no_place_keeps_the_plain_tag():
