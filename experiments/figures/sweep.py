@@ -6,8 +6,11 @@ is training weights it needs from the cache (two processes would both train
 them, and the second would overwrite the first's with other weights), and
 starts once they are stored; an arm that needs the extractor too starts as
 soon as a baseline arm (actor only) has stored the actor, and trains the
-extractor itself. Arms whose weights are cached, or that are the first to
-need them, run as soon as a job is free. An arm marked ``alone`` (it
+extractor itself. An actor is known by what it is trained from
+(``actor_identity``), not by its entry: arms whose warm starts differ only in
+how the extractor is taught wait for one actor, and adopt it. Arms whose
+weights are cached, or that are the first to need them, run as soon as a
+job is free. An arm marked ``alone`` (it
 measures time) runs with nothing beside it. Arms already finished are
 skipped before anything starts: a finished timing arm must not hold the
 queue behind an hour-long run.
@@ -61,6 +64,14 @@ def warm_start_need(arm: Arm) -> tuple[str, tuple[str, ...]]:
     cfg = arm_config(arm)
     names = ("actor", "extractor") if cfg.experience.has_extractor else ("actor",)
     return warm_start_key(cfg), names
+
+
+def actor_identity(arm: Arm) -> str:
+    """What the arm's warm-started actor is trained from (warm_actors.
+    actor_inputs_key): arms whose warm starts differ only in how the
+    extractor is taught share one actor, whichever entry stores it first."""
+    from crl_jax.training.warm_actors import actor_inputs_key
+    return actor_inputs_key(arm_config(arm))
 
 
 def warm_cached(cache_dir: str, key: str, names: Sequence[str]) -> bool:
@@ -119,7 +130,10 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
         return results
     cache = warm_cache if warm_cache is not None else os.path.join(
         os.path.abspath(root), "warm_start_cache")
+    from crl_jax.training.warm_actors import entry_with_actor
     needs = {arm.key: warm_start_need(arm) for arm in arms}
+    actors = {arm.key: actor_identity(arm) for arm in arms}
+    building_actors: set[str] = set()  # actor identities running arms are training
     pending = list(enumerate(arms, 1))
     running: dict[cf.Future, tuple[int, Arm]] = {}
     building: dict[str, set[str]] = {}  # warm-start key -> weights running arms are training
@@ -145,6 +159,11 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                     seen[key, name] = warm_cached(cache, key, (name,))
                 return seen[key, name]
 
+            def adoptable(actor: str) -> bool:  # another entry holds this actor: the run adopts it
+                if (actor, "actor") not in seen:
+                    seen[actor, "actor"] = entry_with_actor(cache, actor) is not None
+                return seen[actor, "actor"]
+
             for item in list(pending):
                 i, arm = item
                 if len(running) >= jobs or any(a.alone for _, a in running.values()):
@@ -152,12 +171,18 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                 if arm.alone and running:
                     break  # let the running arms drain, then time this one by itself
                 key, names = needs[arm.key]
+                actor = actors[arm.key]
                 missing = set() if not cache else {n for n in names if not cached(key, n)}
-                if missing & building.get(key, set()):
+                if "actor" in missing and adoptable(actor):
+                    missing.discard("actor")
+                if missing & building.get(key, set()) or (
+                        "actor" in missing and actor in building_actors):
                     waiting = True
                     continue  # wait for the arm that is building these weights
                 # e.g. the baseline built the actor: this arm trains the extractor
                 building.setdefault(key, set()).update(missing)
+                if "actor" in missing:
+                    building_actors.add(actor)
                 claimed[i] = missing
                 pending.remove(item)
                 progress.started(i, arm)
@@ -166,6 +191,8 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                               return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 i, arm = running.pop(fut)
+                if "actor" in claimed[i]:
+                    building_actors.discard(actors[arm.key])
                 building[needs[arm.key][0]] -= claimed.pop(i)
                 results[i] = fut.result()
                 progress.finished(i, results[i], [a for _, a in pending])

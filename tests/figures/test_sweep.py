@@ -270,3 +270,47 @@ def test_a_moved_key_leaves_a_run_its_name():
     digest = hashlib.sha1(json.dumps(old_key).encode()).hexdigest()[:10]
     assert new.run_name == f"alfworld_cpu-s0-{digest}"
     assert common.Arm("y", "alfworld_cpu", ("experience.mode=oracle",)).run_name != new.run_name
+
+
+def test_arms_that_teach_the_extractor_apart_wait_for_one_actor(tmp_path):
+    """Two warm-start entries with one actor (only the extractor's steps
+    differ): the second arm waits while the first trains the actor, then
+    adopts it (as warm_actors does, by the hash the entry names) and trains
+    only its extractor. The actor is trained once."""
+    import threading
+    import time as _time
+    from crl_jax.training.warm_actors import ACTOR_INPUTS, entry_with_actor
+    from experiments.figures import sweep
+    root, cache = str(tmp_path / "runs"), str(tmp_path / "cache")
+    arms = [common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl"), 0),
+            common.Arm("comp", "alfworld_cpu", ("train.steps=2", "experience.mode=comp_rl",
+                                                "warm_start.extractor_steps=7"), 0)]
+    keys = [sweep.warm_start_need(a)[0] for a in arms]
+    assert keys[0] != keys[1] and sweep.actor_identity(arms[0]) == sweep.actor_identity(arms[1])
+    by_dir = {common.run_dir(a, root): a for a in arms}
+    lock, trained, events = threading.Lock(), [], []
+
+    def runner(cmd, **kw):
+        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        arm = by_dir[out]
+        key, names = sweep.warm_start_need(arm)
+        actor = sweep.actor_identity(arm)
+        entry = os.path.join(cache, key)
+        os.makedirs(entry, exist_ok=True)
+        with lock:
+            events.append(("start", keys.index(key)))
+            adopt = entry_with_actor(cache, actor, but=key)
+            todo = [n for n in names if n != "actor" or not adopt]
+            trained.extend((keys.index(key), n) for n in todo)
+        for n in names:
+            _time.sleep(0.3 if n in todo else 0.0)
+            open(os.path.join(entry, f"{n}.safetensors"), "w").close()
+            if n == "actor":
+                with open(os.path.join(entry, ACTOR_INPUTS), "w") as f:
+                    f.write(actor + "\n")
+        write_rows(out, rows_of([(s, 0.5) for s in range(3)]))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    sweep.run_arms(arms, root, jobs=2, warm_cache=cache, runner=runner, log=lambda _: None,
+                   poll_s=0.05)
+    assert sorted(trained) == [(0, "actor"), (0, "extractor"), (1, "extractor")], trained
