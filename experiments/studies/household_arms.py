@@ -279,6 +279,11 @@ FIRST_FOUR = (Variant(f"{ORACLE}, {_FOUR}", "oracle",
 # inert but for the every-type reader (the others write one lesson a call);
 # it names the arms apart from the group above.
 _EVERY = "one-home lessons taught and shown, 4 households drawn, warm starts remade"
+_TAUGHT_LONGER = ("extractor taught 3x as long on the actor's episodes to write what each look "
+                  "showed of its goal's and 2 other types, asked about each type seen")
+TAUGHT_LONGER = (*FOUR_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16, *ACTOR_READ,
+                 *WRITES_EVIDENCE, *SIGHTINGS[2:], "warm_start.extractor_sightings=true",
+                 *EACH_TYPE, *OTHER_TYPES, *LONGER)
 FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
                       ("controls.oracle_source=lessonfirst", *FOUR_READ, EVERY_TYPE[1])),
               Variant(f"{RULE}, merged by what each look showed, {_EVERY}", "static_online",
@@ -299,13 +304,14 @@ FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
                       extra=(*FOUR_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16,
                              *ACTOR_READ, *WRITES_EVIDENCE, *SIGHTINGS[2:],
                              "warm_start.extractor_sightings=true", *EACH_TYPE, *OTHER_TYPES)),
-              Variant(f"{COMP}, extractor taught 3x as long on the actor's episodes to write "
-                      f"what each look showed of its goal's and 2 other types, asked about "
-                      f"each type seen, {_EVERY}",
-                      extra=(*FOUR_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16,
-                             *ACTOR_READ, *WRITES_EVIDENCE, *SIGHTINGS[2:],
-                             "warm_start.extractor_sightings=true", *EACH_TYPE, *OTHER_TYPES,
-                             *LONGER)),
+              Variant(f"{COMP}, {_TAUGHT_LONGER}, {_EVERY}", extra=TAUGHT_LONGER),
+              # ... its controls on the same warm starts: reading another
+              # household's lessons (no gain if the gain is transfer), and its
+              # extractor kept fixed through RL (Static Online Exp.).
+              Variant(f"{COMP}, {_TAUGHT_LONGER}, another household's lessons, {_EVERY}",
+                      extra=(*TAUGHT_LONGER, "controls.lesson_room=other")),
+              Variant(f"Static Online Exp., {_TAUGHT_LONGER}, {_EVERY}", "static_online",
+                      TAUGHT_LONGER),
               Variant(f"{COMP}, extractor taught on the actor's episodes to write what each "
                       f"look showed, tagged with its place, of its goal's and 2 other types, "
                       f"asked about each type seen, {_EVERY}",
@@ -319,13 +325,8 @@ FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
 # vanish there.
 _FOUR_NONE = "one-home lessons taught and shown, 4 households drawn, no homes (home rate 0)"
 FOUR_NONE_READ = (*(o for o in FOUR_READ if not o.startswith("env.home_rate=")), *NO_HOMES)
-FOUR_NONE = (Variant(f"{COMP}, extractor taught 3x as long on the actor's episodes to write "
-                     f"what each look showed of its goal's and 2 other types, asked about each "
-                     f"type seen, {_FOUR_NONE}",
-                     extra=(*FOUR_NONE_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16,
-                            *ACTOR_READ, *WRITES_EVIDENCE, *SIGHTINGS[2:],
-                            "warm_start.extractor_sightings=true", *EACH_TYPE, *OTHER_TYPES,
-                            *LONGER)),
+FOUR_NONE = (Variant(f"{COMP}, {_TAUGHT_LONGER}, {_FOUR_NONE}",
+                     extra=(*FOUR_NONE_READ, *TAUGHT_LONGER[len(FOUR_READ):])),
              Variant(f"GRPO, {_FOUR_NONE}", "none", (*FOUR_NONE_READ, EVERY_TYPE[1])))
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.
