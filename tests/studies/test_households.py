@@ -109,3 +109,26 @@ def test_the_forty_step_arms_repeat_the_twenty_step_arms_first_twenty_steps():
                 {k: v for k, v in b.items() if not timing(k)}
         compared += 1
     assert compared == 6  # oracle and GRPO, three seeds
+
+
+def test_coevolution_table_follows_each_arms_lessons_step_by_step(tmp_path):
+    """Static Online's and Comp. RL's lesson accuracy, step by step, seed
+    mean; GRPO and the rule reader have no row; a seed missing a step is
+    left out of that step's mean."""
+    arms = variant_arms(household_arms.PRESET, "full", household_arms.HOMES)
+    accuracy = {household_arms.COMP: ((0.2, 0.4), (0.4, 0.6), (0.6, 0.8)),
+                "Static Online Exp.": ((0.3, 0.3), (0.5, 0.5), (0.1, None))}
+    for arm in arms:
+        if arm.label in accuracy:
+            run = tmp_path / arm.run_name
+            run.mkdir(parents=True)
+            with open(run / "metrics.jsonl", "w") as f:
+                for step, value in zip((5, 10), accuracy[arm.label][arm.seed]):
+                    if value is not None:
+                        f.write(json.dumps({"step": step, "lessons/first_home": value}) + "\n")
+    table = households.coevolution_table(households._loaded("full", str(tmp_path)))
+    assert table["columns"] == ["arm", "step 5", "step 10", "last, per seed"]
+    rows = {r[0].split(" (")[0]: r[1:] for r in table["rows"]}
+    assert set(rows) == {household_arms.COMP, "Static Online Exp."}
+    assert rows[household_arms.COMP] == ["0.40", "0.60", "0.60 (0.40, 0.60, 0.80)"]
+    assert rows["Static Online Exp."] == ["0.30", "0.40", "0.30 (0.30, 0.50, 0.10)"]
