@@ -133,11 +133,12 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
     from crl_jax.training.warm_actors import entry_with_actor
     needs = {arm.key: warm_start_need(arm) for arm in arms}
     actors = {arm.key: actor_identity(arm) for arm in arms}
-    building_actors: set[str] = set()  # actor identities running arms are training
     pending = list(enumerate(arms, 1))
     running: dict[cf.Future, tuple[int, Arm]] = {}
-    building: dict[str, set[str]] = {}  # warm-start key -> weights running arms are training
-    claimed: dict[int, set[str]] = {}  # arm index -> the weights it builds
+    # Weights running arms are training, each as (name, what names it): an
+    # actor by what it is trained from, an extractor by its entry.
+    building: set[tuple[str, str]] = set()
+    claimed: dict[int, set[tuple[str, str]]] = {}  # arm index -> the weights it builds
     results: dict[int, ArmResult] = {}
     for item in list(pending):
         i, arm = item
@@ -153,16 +154,19 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
             # One look at the cache per pass: a file landing mid-pass must not
             # let a later arm take the slot the earlier arm was waiting for.
             seen: dict[tuple[str, str], bool] = {}
+            adoptable: dict[str, bool] = {}  # actor identity -> another entry holds it
 
             def cached(key: str, name: str) -> bool:
                 if (key, name) not in seen:
                     seen[key, name] = warm_cached(cache, key, (name,))
                 return seen[key, name]
 
-            def adoptable(actor: str) -> bool:  # another entry holds this actor: the run adopts it
-                if (actor, "actor") not in seen:
-                    seen[actor, "actor"] = entry_with_actor(cache, actor) is not None
-                return seen[actor, "actor"]
+            def stored(key: str, name: str, actor: str) -> bool:  # an actor elsewhere is adopted
+                if name != "actor" or cached(key, name):
+                    return cached(key, name)
+                if actor not in adoptable:
+                    adoptable[actor] = entry_with_actor(cache, actor) is not None
+                return adoptable[actor]
 
             for item in list(pending):
                 i, arm = item
@@ -172,17 +176,14 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                     break  # let the running arms drain, then time this one by itself
                 key, names = needs[arm.key]
                 actor = actors[arm.key]
-                missing = set() if not cache else {n for n in names if not cached(key, n)}
-                if "actor" in missing and adoptable(actor):
-                    missing.discard("actor")
-                if missing & building.get(key, set()) or (
-                        "actor" in missing and actor in building_actors):
+                missing = set() if not cache else {
+                    (n, actor if n == "actor" else key) for n in names
+                    if not stored(key, n, actor)}
+                if missing & building:
                     waiting = True
                     continue  # wait for the arm that is building these weights
                 # e.g. the baseline built the actor: this arm trains the extractor
-                building.setdefault(key, set()).update(missing)
-                if "actor" in missing:
-                    building_actors.add(actor)
+                building |= missing
                 claimed[i] = missing
                 pending.remove(item)
                 progress.started(i, arm)
@@ -191,9 +192,7 @@ def run_arms(arms: Sequence[Arm], root: str, timeout_s: float | None = None,
                               return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 i, arm = running.pop(fut)
-                if "actor" in claimed[i]:
-                    building_actors.discard(actors[arm.key])
-                building[needs[arm.key][0]] -= claimed.pop(i)
+                building -= claimed.pop(i)
                 results[i] = fut.result()
                 progress.finished(i, results[i], [a for _, a in pending])
     return [results[i] for i in sorted(results)]

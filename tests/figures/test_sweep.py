@@ -13,6 +13,11 @@ from experiments.figures import common, settings
 from tests.figures.test_figures import rows_of, write_rows
 
 
+def _out_dir(cmd) -> str:
+    """The run directory a fake runner's command names."""
+    return next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+
+
 def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tmp_path):
     """Two jobs: no warm start trained twice at once, other warm starts go ahead,
     an arm marked alone (a timing run) has nothing beside it."""
@@ -32,7 +37,7 @@ def test_parallel_sweep_builds_each_warm_start_once_and_runs_others_meanwhile(tm
     builds, starts = [], []
 
     def runner(cmd, **kw):
-        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        out = _out_dir(cmd)
         assert f"--warm_start.cache_dir={cache}" in cmd
         arm = by_dir[out]
         key, names = sweep.warm_start_need(arm)
@@ -100,7 +105,7 @@ def test_arm_waiting_for_a_warm_start_starts_once_it_is_cached(tmp_path):
     lock, events = threading.Lock(), []
 
     def runner(cmd, **kw):
-        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        out = _out_dir(cmd)
         arm = by_dir[out]
         key, names = sweep.warm_start_need(arm)
         with lock:
@@ -135,7 +140,7 @@ def test_a_finished_timing_arm_does_not_hold_the_queue_behind_a_running_arm(tmp_
     after_started, ran = threading.Event(), []
 
     def runner(cmd, **kw):
-        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        out = _out_dir(cmd)
         arm = by_dir[out]
         ran.append(arm.label)
         if arm is long_arm:
@@ -166,7 +171,7 @@ def test_experience_arm_trains_the_extractor_beside_a_baseline_that_built_the_ac
     lock, events, built = threading.Lock(), [], []
 
     def runner(cmd, **kw):
-        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        out = _out_dir(cmd)
         arm = by_dir[out]
         key, names = sweep.warm_start_need(arm)
         with lock:
@@ -216,7 +221,7 @@ def test_arm_order_holds_when_a_warm_start_lands_in_the_middle_of_a_pass(tmp_pat
         return real_cached(cache_dir, key, names)
 
     def runner(cmd, **kw):
-        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        out = _out_dir(cmd)
         arm = by_dir[out]
         starts.append((arm.label, arm.seed))
         if arm.label == "base":
@@ -288,17 +293,16 @@ def test_arms_that_teach_the_extractor_apart_wait_for_one_actor(tmp_path):
     keys = [sweep.warm_start_need(a)[0] for a in arms]
     assert keys[0] != keys[1] and sweep.actor_identity(arms[0]) == sweep.actor_identity(arms[1])
     by_dir = {common.run_dir(a, root): a for a in arms}
-    lock, trained, events = threading.Lock(), [], []
+    lock, trained = threading.Lock(), []
 
     def runner(cmd, **kw):
-        out = next(c.split("=", 1)[1] for c in cmd if c.startswith("--out_dir="))
+        out = _out_dir(cmd)
         arm = by_dir[out]
         key, names = sweep.warm_start_need(arm)
         actor = sweep.actor_identity(arm)
         entry = os.path.join(cache, key)
         os.makedirs(entry, exist_ok=True)
         with lock:
-            events.append(("start", keys.index(key)))
             adopt = entry_with_actor(cache, actor, but=key)
             todo = [n for n in names if n != "actor" or not adopt]
             trained.extend((keys.index(key), n) for n in todo)
