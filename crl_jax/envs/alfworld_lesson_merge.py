@@ -7,7 +7,7 @@ from crl_jax.envs.alfworld_lessons import Lesson, lesson_key, parse_lesson
 
 
 def merge_lessons(texts: list[str], keep: int = 2, carry_votes: bool = False,
-                  evidence: bool = False) -> list[str]:
+                  evidence: bool = False, sources: bool = False) -> list:
     """A merge decision (experience.merger=lessons): lessons about the same
     type in the same room become one, whose homes are ranked by the votes of
     the lessons merged (2 for a lesson's first home, 1 for its second; ties
@@ -22,34 +22,38 @@ def merge_lessons(texts: list[str], keep: int = 2, carry_votes: bool = False,
 
     ``evidence`` (experience.merger=lesson_evidence): the merged lesson sums
     its lessons' evidence (a lesson without any brings its first home found
-    once in one look) and names the homes ``rank_by_evidence`` ranks."""
-    groups: dict[str, list[Lesson]] = {}
-    out: list[str | tuple] = []
-    seen_text = set()
-    for text in texts:
+    once in one look) and names the homes ``rank_by_evidence`` ranks.
+
+    ``sources``: each output is (text, indices of the inputs it states),
+    for experience.bank.merge_credit=sources."""
+    groups: dict[str, list[tuple[int, Lesson]]] = {}
+    out: list[tuple[str, str]] = []  # ("text", norm) or ("lesson", key), first appearance
+    plain: dict[str, list[int]] = {}  # a text that is no lesson, by its form: its inputs
+    for index, text in enumerate(texts):
         lesson = parse_lesson(text)
         if lesson is None:
             norm = " ".join(text.lower().split())
-            if norm not in seen_text:
-                seen_text.add(norm)
-                out.append(text)
+            if norm not in plain:
+                plain[norm] = []
+                out.append(("text", norm))
+            plain[norm].append(index)
             continue
         key = lesson_key(lesson.otype, ", ".join(lesson.room))
         if key not in groups:
             groups[key] = []
             out.append(("lesson", key))
-        groups[key].append(lesson)
+        groups[key].append((index, lesson))
     result = []
-    for item in out:
-        if isinstance(item, str):
-            result.append(item)
-            continue
-        group = groups[item[1]]
-        if len(group) == 1:
-            result.append(group[0].text)
-            continue
-        result.append((_merged_evidence(group, keep) if evidence else
-                       _merged(group, keep, carry_votes)).text)
+    for kind, key in out:
+        if kind == "text":
+            indices = tuple(plain[key])
+            text = texts[indices[0]]
+        else:
+            indices = tuple(i for i, _ in groups[key])
+            group = [lesson for _, lesson in groups[key]]
+            text = (group[0].text if len(group) == 1 else
+                    (_merged_evidence(group, keep) if evidence else _merged(group, keep, carry_votes)).text)
+        result.append((text, indices) if sources else text)
     return result
 
 

@@ -9,6 +9,7 @@ RECENCY_CLOCKS = ("steps", "seconds")
 ENTRY_FORMATS = ("any", "title_content")
 RETRIEVAL_KEYS = ("text", "title", "lesson")
 LESSON_ROOMS = ("written", "episode")
+MERGE_CREDITS = ("none", "sources")
 DIVERSITY_SCORES = ("similarity", "rank")  # Eq. 6's s_rank (diversification.py)
 
 
@@ -132,6 +133,11 @@ class ExperienceConfig:
     """Entries the extractor reads per merge call."""
     merge_carry: int = 1
     """Entries of a merge chunk carried into the next chunk."""
+    merge_credit: str = "none"
+    """Whom a merged entry's guided episodes credit in r(m) (Eq. 3): none
+    (the paper: a merged text is no extractor sample's), or "sources" (the
+    samples that wrote the entries it states; needs a rule merger that says
+    which, experience.merger lessons / lesson_votes / lesson_evidence)."""
     # Waits on other threads never block forever.
     thread_timeout_s: float = 30.0
     """Longest wait (seconds) on another thread before the run fails."""
@@ -181,6 +187,9 @@ class ExperienceConfig:
         if not -1.0 <= float(self.min_similarity) <= 1.0:
             raise ValueError(f"ExperienceConfig.min_similarity must be in [-1, 1] (a cosine), "
                              f"got {self.min_similarity!r}")
+        if self.merge_credit not in MERGE_CREDITS:
+            raise ValueError(f"ExperienceConfig.merge_credit must be one of {MERGE_CREDITS}, "
+                             f"got {self.merge_credit!r}")
         if self.publish_mode not in PUBLISH_MODES:
             raise ValueError(f"ExperienceConfig.publish_mode must be one of {PUBLISH_MODES}, "
                              f"got {self.publish_mode!r}")

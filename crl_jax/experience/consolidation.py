@@ -209,31 +209,53 @@ def _valid_merge_output(output, max_chars: int, structured: bool = False) -> boo
         and (not structured or structured_text(t) is not None) for t in output)
 
 
+def _merge_output(output, window_size: int) -> tuple[list | None, list[tuple[int, ...]] | None]:
+    """A merger's texts, and which window inputs each states where the
+    merger says ((text, indices) pairs, as alfworld_lesson_merge does with
+    ``sources``); None for sources it does not give, None for texts where
+    the pairs are malformed."""
+    if not (isinstance(output, list) and output and all(isinstance(o, tuple) for o in output)):
+        return output, None
+    if not all(len(o) == 2 and all(isinstance(i, int) and 0 <= i < window_size for i in o[1])
+               for o in output):
+        return None, None
+    return [text for text, _ in output], [tuple(indices) for _, indices in output]
+
+
 def merge_task(manager, task_key: str, step: int) -> MergeReport:
     """Periodic merge over one task key's entries, in chunks, carrying the last outputs forward.
 
     The merger sees carried texts + the next chunk and returns the texts to
     keep. An output identical to an input keeps that entry (id, statistics);
     other outputs become new entries; inputs not kept are deleted. The whole
-    merge is applied as one bank request (one publish).
+    merge is applied as one bank request (one publish). With
+    experience.bank.merge_credit=sources, a new entry credits the extractor
+    samples that wrote the inputs it states (not those an earlier merge
+    folded into them): training_buffer.share_credit.
     """
     config, bank = manager.config, manager.bank
     entries = bank.snapshot.task_entries(task_key)
     if len(entries) < 2:
         return MergeReport(task_key, 0)
-    carry: list[tuple[str, int | None]] = []
-    committed: list[tuple[str, int | None]] = []
+    buffer = manager.training_buffer
+    # (text, entry id or None for a new text, the samples it credits)
+    carry: list[tuple[str, int | None, tuple[str, ...]]] = []
+    committed: list[tuple[str, int | None, tuple[str, ...]]] = []
     rejected, calls = [], 0
     for start in range(0, len(entries), config.merge_chunk):
-        window = carry + [(e.text, e.id) for e in entries[start:start + config.merge_chunk]]
-        output = manager.merger([text for text, _ in window])
+        window = carry + [(e.text, e.id, (e.source_call,) if buffer.is_sample(e.source_call) else ())
+                          for e in entries[start:start + config.merge_chunk]]
+        output, sources = _merge_output(manager.merger([text for text, _, _ in window]), len(window))
         calls += 1
         manager.count("merge_calls")
         if _valid_merge_output(output, config.max_entry_chars, config.entry_format == "title_content"):
             ids_by_text: dict[str, list] = {}
-            for text, entry_id in window:
+            for text, entry_id, _ in window:
                 ids_by_text.setdefault(text, []).append(entry_id)
-            items = [(text, ids_by_text[text].pop(0) if ids_by_text.get(text) else None) for text in output]
+            credited = [tuple(dict.fromkeys(k for i in indices for k in window[i][2]))
+                        for indices in sources] if sources else [()] * len(output)
+            items = [(text, ids_by_text[text].pop(0) if ids_by_text.get(text) else None, keys)
+                     for text, keys in zip(output, credited)]
         else:
             rejected.append(f"merge call {calls}: output must be a list of non-empty strings of at most "
                             f"{config.max_entry_chars} characters (entry_format="
@@ -247,13 +269,15 @@ def merge_task(manager, task_key: str, step: int) -> MergeReport:
             committed += items[:split]
             carry = items[split:]
     manager.count("ops_rejected", len(rejected))
-    kept = [entry_id for _, entry_id in committed if entry_id is not None]
+    kept = [entry_id for _, entry_id, _ in committed if entry_id is not None]
     kept_set = set(kept)
     deleted = [e.id for e in entries if e.id not in kept_set]
-    new_texts = [text for text, entry_id in committed if entry_id is None]
-    vectors = (embed_checked(manager.embedder, [index_text(t, config.retrieval_key) for t in new_texts])
-               if new_texts else np.zeros((0, bank.dim), np.float32))
-    ops = [DeleteEntry(i) for i in deleted] + [AddEntry(task_key, t, v, step) for t, v in zip(new_texts, vectors)]
+    new = [(text, keys) for text, entry_id, keys in committed if entry_id is None]
+    vectors = (embed_checked(manager.embedder, [index_text(t, config.retrieval_key) for t, _ in new])
+               if new else np.zeros((0, bank.dim), np.float32))
+    ops = [DeleteEntry(i) for i in deleted] + [
+        AddEntry(task_key, t, v, step, source_call=_credit_group(manager, keys, step))
+        for (t, keys), v in zip(new, vectors)]
     if not ops:
         return MergeReport(task_key, calls, tuple(kept), rejected=tuple(rejected))
     try:
@@ -263,6 +287,16 @@ def merge_task(manager, task_key: str, step: int) -> MergeReport:
         return MergeReport(task_key, calls, rejected=tuple(rejected + [f"bank rejected the merge: {exc}"]))
     return MergeReport(task_key, calls, tuple(kept), receipt.added_ids, tuple(deleted), tuple(rejected),
                        receipt.version)
+
+
+def _credit_group(manager, keys: tuple[str, ...], step: int) -> str | None:
+    """The credit group a merged entry keys (experience.bank.merge_credit=
+    sources), or None: the paper's merged entry credits no sample."""
+    if manager.config.merge_credit != "sources" or not keys:
+        return None
+    group = manager.sample_key("merge", step)
+    manager.training_buffer.share_credit(group, keys)
+    return group
 
 
 def search_and_ask(manager, query: str, task_key: str, step: int) -> AskResult:

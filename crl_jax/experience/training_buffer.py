@@ -5,6 +5,10 @@ that produced entries, or a search-and-ask rewrite. Its reward r(m) is the
 mean over the trajectories its entries guided of +1 (success) / -1 (failure).
 Batches are drawn when `batch_size` samples have a reward; each drawn sample
 gets the count-aware weight of Eq. 7, computed at draw time.
+
+A merged entry written by a rule (experience.bank.merge_credit=sources) is
+no extractor exchange: its key is a credit *group* whose outcomes go to the
+samples whose entries the merge folded into it (``share_credit``).
 """
 from __future__ import annotations
 
@@ -61,6 +65,7 @@ class ExtractorTrainingBuffer:
         self.batch_size, self.cooldown_delta, self.alpha = batch_size, cooldown_delta, alpha
         self.max_samples = max_samples
         self._samples: collections.OrderedDict[str, ExtractorSample] = collections.OrderedDict()
+        self._groups: collections.OrderedDict[str, tuple[str, ...]] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -82,13 +87,30 @@ class ExtractorTrainingBuffer:
 
     def credit_value(self, key: str | None, value: float) -> bool:
         """Record one credit of this sample's output as it is (the Actor-Critic
-        variant's, which the actor's verdict sets). False if unknown."""
+        variant's, which the actor's verdict sets); a group's key credits each
+        of its samples still held. False if it reaches none."""
         with self._lock:
-            sample = self._samples.get(key) if key is not None else None
-            if sample is None:
-                return False
-            sample.outcomes.append(float(value))
-            return True
+            keys = self._groups.get(key, (key,)) if key is not None else ()
+            samples = [s for s in (self._samples.get(k) for k in keys) if s is not None]
+            for sample in samples:
+                sample.outcomes.append(float(value))
+            return bool(samples)
+
+    def share_credit(self, key: str, members) -> None:
+        """Make ``key`` a credit group: a trajectory guided by the entry it
+        keys credits each of ``members`` (samples' keys) still held. At most
+        ``max_samples`` groups are kept, oldest dropped first."""
+        with self._lock:
+            if key in self._samples or key in self._groups:
+                raise ValueError(f"duplicate extractor sample key {key!r}")
+            self._groups[key] = tuple(dict.fromkeys(members))
+            while len(self._groups) > self.max_samples:
+                self._groups.popitem(last=False)
+
+    def is_sample(self, key: str | None) -> bool:
+        """Whether ``key`` is a held sample's (not a group's, nor evicted)."""
+        with self._lock:
+            return key in self._samples
 
     def sample(self, key: str) -> ExtractorSample | None:
         with self._lock:
@@ -127,11 +149,14 @@ class ExtractorTrainingBuffer:
     def state_dict(self) -> dict:
         """JSON-able contents, for run checkpoints."""
         with self._lock:
-            return {"samples": [dataclasses.asdict(s) for s in self._samples.values()]}
+            return {"samples": [dataclasses.asdict(s) for s in self._samples.values()],
+                    "groups": {k: list(v) for k, v in self._groups.items()}}
 
     def load_state_dict(self, state: dict) -> None:
         with self._lock:
             self._samples.clear()
+            self._groups = collections.OrderedDict(
+                (k, tuple(v)) for k, v in state.get("groups", {}).items())  # none before groups
             for raw in state["samples"]:
                 raw = dict(raw, entry_ids=tuple(raw["entry_ids"]), outcomes=list(raw["outcomes"]))
                 self._samples[raw["key"]] = ExtractorSample(**raw)

@@ -163,13 +163,15 @@ def _learners(cfg: RunConfig, tok, ext_tok) -> tuple[Learner, Learner | None]:
 
 
 def experience_merger(x, extractor_merge):
-    """Who decides a merge (experience.merger), given the extractor's own."""
+    """Who decides a merge (experience.merger), given the extractor's own;
+    a lesson merger says which inputs each lesson states where the merged
+    lessons credit them (experience.bank.merge_credit=sources)."""
+    lessons = functools.partial(merge_lessons, keep=x.lesson_homes,
+                                sources=x.bank.merge_credit == "sources")
     return {"extractor": extractor_merge, "dedup": setup.dedup_merger,
-            "lessons": functools.partial(merge_lessons, keep=x.lesson_homes),
-            "lesson_votes": functools.partial(merge_lessons, keep=x.lesson_homes,
-                                              carry_votes=True),
-            "lesson_evidence": functools.partial(merge_lessons, keep=x.lesson_homes,
-                                                 evidence=True)}[x.merger]
+            "lessons": lessons,
+            "lesson_votes": functools.partial(lessons, carry_votes=True),
+            "lesson_evidence": functools.partial(lessons, evidence=True)}[x.merger]
 
 
 def _experience(cfg: RunConfig, extractor: Learner, ext_tok):

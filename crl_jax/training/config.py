@@ -354,6 +354,10 @@ class RunConfig:
             raise ValueError("experience.guided_fraction must be in [0, 1]")
         if self.experience.lesson_homes < 1:
             raise ValueError("experience.lesson_homes must be >= 1 (a lesson names a home)")
+        if self.experience.bank.merge_credit == "sources" and not self.experience.merger.startswith("lesson"):
+            raise ValueError("experience.bank.merge_credit=sources credits the samples a merged "
+                             "lesson states: it needs a lesson merger (experience.merger=lessons, "
+                             f"lesson_votes or lesson_evidence), got {self.experience.merger!r}")
         from crl_jax.training.guided_demos import parse_mix
         parse_mix(self.warm_start.guided_source)  # a bad mix is an error here, not mid-run
         check_lesson_teaching(self)

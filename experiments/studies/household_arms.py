@@ -312,6 +312,13 @@ FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
                       extra=(*TAUGHT_LONGER, "controls.lesson_room=other")),
               Variant(f"Static Online Exp., {_TAUGHT_LONGER}, {_EVERY}", "static_online",
                       TAUGHT_LONGER),
+              # ... and with each merged lesson crediting the samples that
+              # wrote the lessons it states: merged every step, the lesson a
+              # guided episode reads is the merge's, which credited no sample,
+              # so the extractor's RL buffer never filled and Static Online
+              # trained as Comp. RL (experiments/diagnostics/extractor_buffer.py).
+              Variant(f"{COMP}, {_TAUGHT_LONGER}, merged lessons crediting their writers, "
+                      f"{_EVERY}", extra=(*TAUGHT_LONGER, "experience.bank.merge_credit=sources")),
               Variant(f"{COMP}, extractor taught on the actor's episodes to write what each "
                       f"look showed, tagged with its place, of its goal's and 2 other types, "
                       f"asked about each type seen, {_EVERY}",
