@@ -5,8 +5,8 @@ samples whose entries a guided episode has read and scored) against the
 batch a CISPO update draws (``experience.bank.train_batch_size``), and how
 many updates it logged (``extractor/updates``). Runs are grouped by how
 often and how the bank merges (``experience.merge_every``, ``merger``),
-which decides whether a written entry survives until it is read, and by
-the batch.
+which decides whether a written entry survives until it is read, whom a
+merged entry credits (``experience.bank.merge_credit``), and by the batch.
 
     python experiments/diagnostics/extractor_buffer.py [--preset=alfworld_households_cpu] [--runs NAME ...]
 
@@ -42,6 +42,7 @@ class BufferRecord:
     name: str
     merge_every: int
     merger: str
+    merge_credit: str
     batch: int
     most_ready: int  # the most rewarded samples the buffer held at any logged step
     updates: int
@@ -59,22 +60,23 @@ def buffer_records(root: str, preset: str) -> list[BufferRecord]:
         rows = read_rows(metrics)
         out.append(BufferRecord(
             os.path.basename(os.path.dirname(path)), int(experience["merge_every"]),
-            experience["merger"], int(experience["bank"]["train_batch_size"]),
+            experience["merger"], experience["bank"].get("merge_credit", "none"),  # none before it
+            int(experience["bank"]["train_batch_size"]),
             max((int(r.get("extractor/buffer_ready", 0)) for r in rows), default=0),
             sum(int(r.get("extractor/updates", 0)) for r in rows)))
     return out
 
 
 def group_lines(records: list[BufferRecord]) -> list[str]:
-    """A line per (merge_every, merger, batch): its runs, the most rewarded
-    samples any of them held, and how many made an update."""
-    groups: dict[tuple[int, str, int], list[BufferRecord]] = {}
+    """A line per (merge_every, merger, merge_credit, batch): its runs, the
+    most rewarded samples any of them held, and how many made an update."""
+    groups: dict[tuple[int, str, str, int], list[BufferRecord]] = {}
     for r in records:
-        groups.setdefault((r.merge_every, r.merger, r.batch), []).append(r)
-    return [f"merge_every={every} merger={merger} batch={batch}: {len(rs)} runs, at most "
-            f"{max(r.most_ready for r in rs)} rewarded samples held, "
+        groups.setdefault((r.merge_every, r.merger, r.merge_credit, r.batch), []).append(r)
+    return [f"merge_every={every} merger={merger} merge_credit={credit} batch={batch}: "
+            f"{len(rs)} runs, at most {max(r.most_ready for r in rs)} rewarded samples held, "
             f"{sum(r.updates > 0 for r in rs)} updated"
-            for (every, merger, batch), rs in sorted(groups.items())]
+            for (every, merger, credit, batch), rs in sorted(groups.items())]
 
 
 def main(argv=None) -> int:

@@ -284,6 +284,8 @@ _TAUGHT_LONGER = ("extractor taught 3x as long on the actor's episodes to write 
 TAUGHT_LONGER = (*FOUR_READ, "experience.lesson_homes=1", *GREEDY, *BATCH_16, *ACTOR_READ,
                  *WRITES_EVIDENCE, *SIGHTINGS[2:], "warm_start.extractor_sightings=true",
                  *EACH_TYPE, *OTHER_TYPES, *LONGER)
+_CREDITING = "merged lessons crediting their writers"
+CREDITING = ("experience.bank.merge_credit=sources",)
 FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
                       ("controls.oracle_source=lessonfirst", *FOUR_READ, EVERY_TYPE[1])),
               Variant(f"{RULE}, merged by what each look showed, {_EVERY}", "static_online",
@@ -317,8 +319,10 @@ FOUR_EVERY = (Variant(f"{ORACLE}, {_EVERY}", "oracle",
               # guided episode reads is the merge's, which credited no sample,
               # so the extractor's RL buffer never filled and Static Online
               # trained as Comp. RL (experiments/diagnostics/extractor_buffer.py).
-              Variant(f"{COMP}, {_TAUGHT_LONGER}, merged lessons crediting their writers, "
-                      f"{_EVERY}", extra=(*TAUGHT_LONGER, "experience.bank.merge_credit=sources")),
+              Variant(f"{COMP}, {_TAUGHT_LONGER}, {_CREDITING}, {_EVERY}",
+                      extra=(*TAUGHT_LONGER, *CREDITING)),
+              Variant(f"{COMP}, {_TAUGHT_LONGER}, {_CREDITING}, another household's lessons, "
+                      f"{_EVERY}", extra=(*TAUGHT_LONGER, *CREDITING, "controls.lesson_room=other")),
               Variant(f"{COMP}, extractor taught on the actor's episodes to write what each "
                       f"look showed, tagged with its place, of its goal's and 2 other types, "
                       f"asked about each type seen, {_EVERY}",
@@ -334,6 +338,8 @@ _FOUR_NONE = "one-home lessons taught and shown, 4 households drawn, no homes (h
 FOUR_NONE_READ = (*(o for o in FOUR_READ if not o.startswith("env.home_rate=")), *NO_HOMES)
 FOUR_NONE = (Variant(f"{COMP}, {_TAUGHT_LONGER}, {_FOUR_NONE}",
                      extra=(*FOUR_NONE_READ, *TAUGHT_LONGER[len(FOUR_READ):])),
+             Variant(f"{COMP}, {_TAUGHT_LONGER}, {_CREDITING}, {_FOUR_NONE}",
+                     extra=(*FOUR_NONE_READ, *TAUGHT_LONGER[len(FOUR_READ):], *CREDITING)),
              Variant(f"GRPO, {_FOUR_NONE}", "none", (*FOUR_NONE_READ, EVERY_TYPE[1])))
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.
