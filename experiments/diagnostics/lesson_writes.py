@@ -20,7 +20,10 @@ config.json, so its warm start must be in the cache) and with the
 extractor of the last checkpoint: sampling, the extractor's RL and what
 the actor's episodes look like are then told apart.
 
-    python experiments/diagnostics/lesson_writes.py RUN_DIR --greedy
+    python experiments/diagnostics/lesson_writes.py RUN_DIR --greedy [--limit=N]
+
+It also gives the share of prompts the two answer differently (what the
+RL moved at all); --limit answers N prompts spread evenly over the buffer.
 
 --examples=N prints N replies judged "wrong homes" with what their
 trajectory shows.
@@ -63,6 +66,9 @@ class Command:
     evidence: bool = False
     """Also count where the episodes picked up the goal's type, per pool
     room and type: the household's first home, its second, or elsewhere."""
+    limit: int = 0
+    """With --greedy: answer at most this many prompts, spread evenly over
+    those the buffer holds (0: all)."""
     prompts_from: str | None = None
     """With --greedy: answer the consolidation prompts of this run's last
     checkpoint instead of each run's own, so extractors taught differently
@@ -181,10 +187,21 @@ def wrong_home_examples(host_state: dict, n: int) -> list[str]:
     return out
 
 
-def greedy_shares(run_dir: str, step: int, prompts: list[str] | None = None) -> dict:
-    """{"warm": shares, "last": shares} of greedy answers to the run's
-    consolidation prompts (checkpoint ``step``), or to ``prompts``, by its
-    warm-started and by that checkpoint's extractor."""
+def spread(items: list, limit: int) -> list:
+    """At most ``limit`` of ``items`` (0: all), evenly spaced, first and last kept."""
+    if not limit or len(items) <= limit:
+        return list(items)
+    if limit == 1:
+        return [items[0]]
+    return [items[round(i * (len(items) - 1) / (limit - 1))] for i in range(limit)]
+
+
+def greedy_shares(run_dir: str, step: int, prompts: list[str] | None = None, limit: int = 0) -> dict:
+    """{"warm": shares, "last": shares, "changed": share, "prompts": n} of
+    greedy answers to the run's consolidation prompts (checkpoint ``step``),
+    or to ``prompts`` (at most ``limit``, spread evenly), by its
+    warm-started and by that checkpoint's extractor; "changed": the share
+    of prompts the two answer differently."""
     import dataclasses
     import tempfile
 
@@ -201,12 +218,15 @@ def greedy_shares(run_dir: str, step: int, prompts: list[str] | None = None) -> 
             restored = ckpt.restore(step, targets={"extractor_params": run.extractor.params})
         if prompts is None:
             prompts = [s["prompt"] for s in _consolidations(restored.host_state)]
+        prompts = spread(prompts, limit)
         sampling = dataclasses.replace(run.agent.sampling, temperature=0.0)
-        out = {"warm": _shares(extractor_answers(run, sampling)(prompts), prompts)}
+        warm = extractor_answers(run, sampling)(prompts)
         run.extractor.params = restored.trees["extractor_params"]
         run.agent.sampler.update_params(run.extractor.model)
-        out["last"] = _shares(extractor_answers(run, sampling)(prompts), prompts)
-        return out
+        last = extractor_answers(run, sampling)(prompts)
+        return {"warm": _shares(warm, prompts), "last": _shares(last, prompts),
+                "changed": sum(a != b for a, b in zip(warm, last)) / max(1, len(prompts)),
+                "prompts": len(prompts)}
     finally:
         run.close()
 
@@ -240,11 +260,13 @@ def main(argv=None) -> int:
         if command.evidence:
             out["evidence"] = report_evidence(run, restored.host_state)
         if command.greedy:
-            greedy = greedy_shares(run, restored.step, shared)
+            greedy = greedy_shares(run, restored.step, shared, command.limit)
             report[run]["greedy"] = greedy
-            for name, shares in greedy.items():
+            for name in ("warm", "last"):
                 print(f"  greedy, {name} extractor: "
-                      + ", ".join(f"{k} {shares[k]:.2f}" for k in VERDICTS))
+                      + ", ".join(f"{k} {greedy[name][k]:.2f}" for k in VERDICTS))
+            print(f"  the two answer {greedy['changed']:.2f} of {greedy['prompts']} prompts "
+                  f"differently")
         if command.save:
             with open(os.path.join(run, "lesson_writes.json"), "w") as f:
                 json.dump(out, f, indent=2)

@@ -141,6 +141,14 @@ def test_lesson_writes_greedy_answers_the_same_prompts_with_warm_then_last_extra
         assert out["warm"]["invented"] == 1.0 and out["last"]["invented"] == 1.0
     else:
         assert out["warm"]["right"] == 1.0 and out["last"]["wrong homes"] == 1.0
+    assert out["changed"] == 1.0 and out["prompts"] == 2
+
+
+def test_lesson_writes_limit_spreads_the_prompts_evenly():
+    from experiments.diagnostics.lesson_writes import spread
+    assert spread(list(range(10)), 4) == [0, 3, 6, 9]
+    assert spread(list(range(10)), 1) == [0]
+    assert spread(list(range(3)), 0) == [0, 1, 2] and spread(list(range(3)), 5) == [0, 1, 2]
 
 
 def test_lesson_writes_counts_where_the_episodes_picked_the_type_up():
