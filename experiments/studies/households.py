@@ -79,15 +79,18 @@ def _per_seed(runs: dict, key: str) -> str:
 
 
 def _writes(arms, root: str, key: str) -> str:
-    """Seed mean (per seed) of ``key`` in the runs' lesson_writes.json."""
+    """Seed mean (per seed) of ``key`` in the runs' lesson_writes.json
+    ("greedy.warm.right": a key of a key of a key)."""
     vals = []
     for arm in sorted(arms, key=lambda a: a.seed):
         path = os.path.join(common.run_dir(arm, root), "lesson_writes.json")
+        value = float("nan")
         if os.path.exists(path):
             with open(path) as f:
-                vals.append(float(json.load(f)[key]))
-        else:
-            vals.append(float("nan"))
+                value = json.load(f)
+            for part in key.split("."):
+                value = value.get(part, float("nan")) if isinstance(value, dict) else float("nan")
+        vals.append(float(value))
     if not vals or all(v != v for v in vals):
         return "-"
     return f"{fmt(float(np.nanmean(vals)))} ({', '.join(fmt(v) for v in vals)})"
@@ -144,14 +147,17 @@ def paired_table(loaded: list) -> dict:
                                     "every rule-reader arm": RULE})
 
 
-def coevolution_table(loaded: list) -> dict:
+def coevolution_table(loaded: list, root: str) -> dict:
     """The co-evolution claim: in each group that holds Static Online Exp.
     (its extractor fixed), the share of the bank's lessons that name the
     household's first home at each logged step, for it and for the group's
-    learned arms (their extractor trained through RL). Seed mean (per seed
-    at the last step)."""
+    learned arms (their extractor trained through RL), and, on the same
+    prompts, how right the warm-started and the last checkpoint's
+    extractor answer and how many they answer differently
+    (lesson_writes.py --greedy --save). Seed mean (per seed at the last
+    step)."""
     rows, steps = [], set()
-    for variants, title, _, runs, _ in loaded:
+    for variants, title, arms, runs, _ in loaded:
         if not any(v.label.startswith("Static Online") for v in variants):
             continue
         for v in variants:
@@ -164,22 +170,32 @@ def coevolution_table(loaded: list) -> dict:
                     if "lessons/first_home" in r:
                         by_step.setdefault(r["step"], []).append(float(r["lessons/first_home"]))
             steps |= set(by_step)
-            rows.append((f"{v.label} ({title})", by_step, _per_seed(mine, "lessons/first_home")))
+            drawn = [a for a in arms if a.label == v.label and a.seed in mine]
+            rows.append((f"{v.label} ({title})", by_step, _per_seed(mine, "lessons/first_home"),
+                         [_writes(drawn, root, f"greedy.{k}") for k in
+                          ("warm.right", "last.right", "changed")]))
     steps = sorted(steps)
     return {"caption": "Lesson accuracy through RL (the paper's co-evolution claim): share of "
                        "the bank's lessons about the pool's households whose first home is the "
                        "household's first home, at each step it was measured, for Static Online "
-                       "(extractor fixed) and the learned arms of its group (extractor trained). "
-                       "Seed mean; the last column per seed.",
-            "columns": ["arm", *(f"step {s}" for s in steps), "last, per seed"],
-            "rows": [[label, *(fmt(float(np.mean(b[s]))) if s in b else "-" for s in steps), last]
-                     for label, b, last in rows]}
+                       "(extractor fixed) and the learned arms of its group (extractor trained); "
+                       "on the same prompts (the last checkpoint's consolidation prompts, "
+                       "300 spread evenly: experiments/diagnostics/lesson_writes.py --greedy "
+                       "--limit=300 --save), the share of greedy replies right about what the "
+                       "trajectory shows by the warm-started and by the last checkpoint's "
+                       "extractor, and the share the two answer differently. Seed mean "
+                       "(per seed).",
+            "columns": ["arm", *(f"step {s}" for s in steps), "last, per seed",
+                        "same prompts: warm right", "same prompts: last right",
+                        "same prompts: answered differently"],
+            "rows": [[label, *(fmt(float(np.mean(b[s]))) if s in b else "-" for s in steps), last,
+                      *greedy] for label, b, last, greedy in rows]}
 
 
 def _tables(budget: str, root: str, notes: list) -> list[dict]:
     loaded = _loaded(budget, root)  # the records read once for every table
     return [held_out_table(budget, root, notes, loaded), paired_table(loaded),
-            coevolution_table(loaded)]
+            coevolution_table(loaded, root)]
 
 
 def make(root: str, budget: str, out_dir: str) -> list[dict]:

@@ -126,9 +126,18 @@ def test_coevolution_table_follows_each_arms_lessons_step_by_step(tmp_path):
                 for step, value in zip((5, 10), accuracy[arm.label][arm.seed]):
                     if value is not None:
                         f.write(json.dumps({"step": step, "lessons/first_home": value}) + "\n")
-    table = households.coevolution_table(households._loaded("full", str(tmp_path)))
-    assert table["columns"] == ["arm", "step 5", "step 10", "last, per seed"]
+            if arm.label == household_arms.COMP and arm.seed < 2:  # seed 2 measured nothing
+                greedy = {"warm": {"right": 0.5}, "last": {"right": 0.5 + arm.seed / 10},
+                          "changed": 0.2 * arm.seed}
+                with open(run / "lesson_writes.json", "w") as f:
+                    json.dump({"right": 0.9, "greedy": greedy}, f)
+    table = households.coevolution_table(households._loaded("full", str(tmp_path)), str(tmp_path))
+    assert table["columns"] == ["arm", "step 5", "step 10", "last, per seed",
+                                "same prompts: warm right", "same prompts: last right",
+                                "same prompts: answered differently"]
     rows = {r[0].split(" (")[0]: r[1:] for r in table["rows"]}
     assert set(rows) == {household_arms.COMP, "Static Online Exp."}
-    assert rows[household_arms.COMP] == ["0.40", "0.60", "0.60 (0.40, 0.60, 0.80)"]
-    assert rows["Static Online Exp."] == ["0.30", "0.40", "0.30 (0.30, 0.50, 0.10)"]
+    assert rows[household_arms.COMP] == ["0.40", "0.60", "0.60 (0.40, 0.60, 0.80)",
+                                         "0.50 (0.50, 0.50, n/a)", "0.55 (0.50, 0.60, n/a)",
+                                         "0.10 (0.00, 0.20, n/a)"]
+    assert rows["Static Online Exp."] == ["0.30", "0.40", "0.30 (0.30, 0.50, 0.10)", "-", "-", "-"]
