@@ -222,6 +222,51 @@ def _merge_output(output, window_size: int) -> tuple[list | None, list[tuple[int
     return [text for text, _ in output], [tuple(indices) for _, indices in output]
 
 
+def _merge_window(manager, window: list) -> tuple[list | None, str | None]:
+    """One merger call on ``window`` ((text, entry id or None for a new
+    text, the samples it credits) items): the items to keep, or None and
+    why the output was rejected."""
+    config = manager.config
+    output, sources = _merge_output(manager.merger([text for text, _, _ in window]), len(window))
+    manager.count("merge_calls")
+    if not _valid_merge_output(output, config.max_entry_chars, config.entry_format == "title_content"):
+        return None, (f"output must be a list of non-empty strings of at most "
+                      f"{config.max_entry_chars} characters (entry_format={config.entry_format}); "
+                      f"chunk kept unchanged")
+    ids_by_text: dict[str, list] = {}
+    for text, entry_id, _ in window:
+        ids_by_text.setdefault(text, []).append(entry_id)
+    credited = ([tuple(dict.fromkeys(k for i in indices for k in window[i][2])) for indices in sources]
+                if sources else [()] * len(output))
+    return [(text, ids_by_text[text].pop(0) if ids_by_text.get(text) else None, keys)
+            for text, keys in zip(output, credited)], None
+
+
+def _merge_windows(manager, entries) -> tuple[list, list[str], int]:
+    """The merge's chunks in order, each merged with the last outputs of the
+    one before carried in: the items to commit, the rejections, the calls."""
+    config, buffer = manager.config, manager.training_buffer
+    carry: list[tuple[str, int | None, tuple[str, ...]]] = []
+    committed: list[tuple[str, int | None, tuple[str, ...]]] = []
+    rejected, calls = [], 0
+    for start in range(0, len(entries), config.merge_chunk):
+        window = carry + [(e.text, e.id, (e.source_call,) if buffer.is_sample(e.source_call) else ())
+                          for e in entries[start:start + config.merge_chunk]]
+        calls += 1
+        items, why = _merge_window(manager, window)
+        if items is None:
+            rejected.append(f"merge call {calls}: {why}")
+            items = window
+        if start + config.merge_chunk >= len(entries):
+            committed += items
+            carry = []
+        else:
+            split = max(0, len(items) - config.merge_carry)
+            committed += items[:split]
+            carry = items[split:]
+    return committed, rejected, calls
+
+
 def merge_task(manager, task_key: str, step: int) -> MergeReport:
     """Periodic merge over one task key's entries, in chunks, carrying the last outputs forward.
 
@@ -237,37 +282,7 @@ def merge_task(manager, task_key: str, step: int) -> MergeReport:
     entries = bank.snapshot.task_entries(task_key)
     if len(entries) < 2:
         return MergeReport(task_key, 0)
-    buffer = manager.training_buffer
-    # (text, entry id or None for a new text, the samples it credits)
-    carry: list[tuple[str, int | None, tuple[str, ...]]] = []
-    committed: list[tuple[str, int | None, tuple[str, ...]]] = []
-    rejected, calls = [], 0
-    for start in range(0, len(entries), config.merge_chunk):
-        window = carry + [(e.text, e.id, (e.source_call,) if buffer.is_sample(e.source_call) else ())
-                          for e in entries[start:start + config.merge_chunk]]
-        output, sources = _merge_output(manager.merger([text for text, _, _ in window]), len(window))
-        calls += 1
-        manager.count("merge_calls")
-        if _valid_merge_output(output, config.max_entry_chars, config.entry_format == "title_content"):
-            ids_by_text: dict[str, list] = {}
-            for text, entry_id, _ in window:
-                ids_by_text.setdefault(text, []).append(entry_id)
-            credited = [tuple(dict.fromkeys(k for i in indices for k in window[i][2]))
-                        for indices in sources] if sources else [()] * len(output)
-            items = [(text, ids_by_text[text].pop(0) if ids_by_text.get(text) else None, keys)
-                     for text, keys in zip(output, credited)]
-        else:
-            rejected.append(f"merge call {calls}: output must be a list of non-empty strings of at most "
-                            f"{config.max_entry_chars} characters (entry_format="
-                            f"{config.entry_format}); chunk kept unchanged")
-            items = window
-        if start + config.merge_chunk >= len(entries):
-            committed += items
-            carry = []
-        else:
-            split = max(0, len(items) - config.merge_carry)
-            committed += items[:split]
-            carry = items[split:]
+    committed, rejected, calls = _merge_windows(manager, entries)
     manager.count("ops_rejected", len(rejected))
     kept = [entry_id for _, entry_id, _ in committed if entry_id is not None]
     kept_set = set(kept)
