@@ -341,6 +341,14 @@ FOUR_NONE = (Variant(f"{COMP}, {_TAUGHT_LONGER}, {_FOUR_NONE}",
              Variant(f"{COMP}, {_TAUGHT_LONGER}, {_CREDITING}, {_FOUR_NONE}",
                      extra=(*FOUR_NONE_READ, *TAUGHT_LONGER[len(FOUR_READ):], *CREDITING)),
              Variant(f"GRPO, {_FOUR_NONE}", "none", (*FOUR_NONE_READ, EVERY_TYPE[1])))
+# ... at a 12-turn cap, where this regime's wins can be 1.3x shorter
+# (docs/FINDINGS.md, "Households: the experts at the turn cap"): its
+# controls first, on warm starts of their own.
+_FOUR_TWELVE = "one-home lessons taught and shown, 4 households drawn, 12 turns"
+FOUR_TWELVE = (Variant(f"{ORACLE}, {_FOUR_TWELVE}", "oracle",
+                       ("controls.oracle_source=lessonfirst", *FOUR_READ, EVERY_TYPE[1],
+                        *TWELVE_TURNS)),
+               Variant(f"GRPO, {_FOUR_TWELVE}", "none", (*FOUR_READ, EVERY_TYPE[1], *TWELVE_TURNS)))
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.
 _NO_HOMES = tuple(o for o in ONE_HOME if not o.startswith("env.home_rate=")) + NO_HOMES
@@ -373,5 +381,7 @@ GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
                        "warm starts remade"),
           (FOUR_NONE, "no homes (home rate 0), 200 warm-start households, lesson walks "
                       "repeated, warm-start rate decayed, one-home lessons, 4 households drawn"),
+          (FOUR_TWELVE, "home rate 0.8, 200 warm-start households, lesson walks repeated, "
+                        "warm-start rate decayed, one-home lessons, 4 households drawn, 12 turns"),
           (FIRST_NONE, "no homes (home rate 0), 200 warm-start households, lesson walks "
                        "repeated, warm-start rate decayed, one-home lessons"))
