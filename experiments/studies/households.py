@@ -78,22 +78,24 @@ def _per_seed(runs: dict, key: str) -> str:
     return f"{fmt(float(np.nanmean(vals)))} ({', '.join(fmt(v) for v in vals)})"
 
 
-def _writes(arms, root: str, key: str) -> str:
-    """Seed mean (per seed) of ``key`` in the runs' lesson_writes.json
-    ("greedy.warm.right": a key of a key of a key)."""
-    vals = []
+def _writes(arms, root: str, keys) -> list[str]:
+    """For each of ``keys``, its seed mean (per seed) in the runs'
+    lesson_writes.json ("greedy.warm.right": a key of a key of a key);
+    each file read once."""
+    per_key: list[list[float]] = [[] for _ in keys]
     for arm in sorted(arms, key=lambda a: a.seed):
         path = os.path.join(common.run_dir(arm, root), "lesson_writes.json")
-        value = float("nan")
+        record = {}
         if os.path.exists(path):
             with open(path) as f:
-                value = json.load(f)
+                record = json.load(f)
+        for vals, key in zip(per_key, keys):
+            value = record
             for part in key.split("."):
                 value = value.get(part, float("nan")) if isinstance(value, dict) else float("nan")
-        vals.append(float(value))
-    if not vals or all(v != v for v in vals):
-        return "-"
-    return f"{fmt(float(np.nanmean(vals)))} ({', '.join(fmt(v) for v in vals)})"
+            vals.append(float(value))
+    return ["-" if not vals or all(v != v for v in vals) else
+            f"{fmt(float(np.nanmean(vals)))} ({', '.join(fmt(v) for v in vals)})" for vals in per_key]
 
 
 def _loaded(budget: str, root: str) -> list[tuple]:
@@ -117,7 +119,7 @@ def held_out_table(budget: str, root: str, notes: list, loaded: list | None = No
                 "eval_no_exp/success", "eval_with_exp/success", "eval_unseen_no_exp/success",
                 "eval_unseen_with_exp/success", "lessons/first_home", "lessons/coverage")]
             drawn = [a for a in arms if a.label == v.label and a.seed in mine]
-            cells += [_writes(drawn, root, k) for k in ("right", "invented")]
+            cells += _writes(drawn, root, ("right", "invented"))
             rows.append([f"{v.label} ({title})", ", ".join(str(s) for s in sorted(mine)) or "-",
                          *cells])
     return {"caption": "Held-out success at the last evaluation: new games of the pool's "
@@ -172,8 +174,8 @@ def coevolution_table(loaded: list, root: str) -> dict:
             steps |= set(by_step)
             drawn = [a for a in arms if a.label == v.label and a.seed in mine]
             rows.append((f"{v.label} ({title})", by_step, _per_seed(mine, "lessons/first_home"),
-                         [_writes(drawn, root, f"greedy.{k}") for k in
-                          ("warm.right", "last.right", "changed")]))
+                         _writes(drawn, root, ("greedy.warm.right", "greedy.last.right",
+                                               "greedy.changed"))))
     steps = sorted(steps)
     return {"caption": "Lesson accuracy through RL (the paper's co-evolution claim): share of "
                        "the bank's lessons about the pool's households whose first home is the "

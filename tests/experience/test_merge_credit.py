@@ -8,7 +8,8 @@ import pytest
 
 from crl_jax.envs.alfworld_lesson_merge import merge_lessons
 from crl_jax.envs.alfworld_lessons import Lesson
-from crl_jax.experience import AddEntry, ExperienceBank, ExperienceConfig, ExperienceManager
+from crl_jax.experience import (AddEntry, ExperienceBank, ExperienceConfig, ExperienceManager,
+                                HashingEmbedder)
 from crl_jax.experience.training_buffer import ExtractorTrainingBuffer
 from crl_jax.training.config_io import apply_overrides
 from experiments.configs import load_preset
@@ -58,7 +59,6 @@ def test_a_group_credits_its_held_samples_and_survives_a_checkpoint():
 def _merge_run(merge_credit):
     config = ExperienceConfig(workers=1, top_k=1, consolidation_context=0, merge_chunk=256,
                               merge_credit=merge_credit)
-    from crl_jax.experience import HashingEmbedder
     bank = ExperienceBank(config, DIM)
     merger = lambda texts: merge_lessons(texts, keep=1, evidence=True,  # noqa: E731
                                          sources=merge_credit == "sources")
