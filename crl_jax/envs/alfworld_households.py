@@ -139,11 +139,15 @@ def households(count: int, room_size: str = "medium", start: int = 0) -> tuple[H
 
 
 def household_game(household: Household, seed: int, home_rate: float = DEFAULT_HOME_RATE,
-                   task_type: str | None = None) -> GameRecord:
-    """A new game of ``household``: the same arguments always give the same game."""
+                   task_type: str | None = None, task_types: tuple[str, ...] = ()) -> GameRecord:
+    """A new game of ``household``: the same arguments always give the same
+    game. ``task_types`` (empty: all) narrows the types it may pose."""
     if not 0.0 <= home_rate <= 1.0:
         raise ValueError(f"home_rate must be in [0, 1], got {home_rate!r}")
-    feasible = household.task_types()
+    feasible = tuple(t for t in household.task_types() if not task_types or t in task_types)
+    if not feasible:
+        raise ValueError(f"household {household.index} ({household.scene}) can pose none of "
+                         f"{task_types}; it poses {household.task_types()}")
     if task_type is not None and task_type not in feasible:
         raise ValueError(f"household {household.index} ({household.scene}) cannot pose "
                          f"{task_type!r}; it poses {feasible}")
@@ -198,17 +202,18 @@ def _furnished(household: Household, rng: random.Random, home_rate: float) -> _R
 
 
 def household_games(members: Iterable[Household | int], n: int, seed: int = 0,
-                    home_rate: float = DEFAULT_HOME_RATE,
-                    room_size: str = "medium") -> tuple[GameRecord, ...]:
+                    home_rate: float = DEFAULT_HOME_RATE, room_size: str = "medium",
+                    task_types: tuple[str, ...] = ()) -> tuple[GameRecord, ...]:
     """``n`` games dealt round the households (game i from household i mod H,
-    seed ``seed + i``); ints are household indices of ``room_size``."""
+    seed ``seed + i``); ints are household indices of ``room_size``;
+    ``task_types`` (empty: all) the types they may pose."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     members = [m if isinstance(m, Household) else make_household(m, room_size) for m in members]
     if not members and n:
         raise ValueError("household_games needs at least one household")
-    return tuple(household_game(members[i % len(members)], seed + i, home_rate)
-                 for i in range(n))
+    return tuple(household_game(members[i % len(members)], seed + i, home_rate,
+                                task_types=task_types) for i in range(n))
 
 
 # Seed offsets of the held-out games: new games of the pool's households and
@@ -234,7 +239,10 @@ class HouseholdSplit:
     ``drawn`` (0: all of the pool) narrows RL to the pool's first ``drawn``
     households: the pool's places in the deal go round them instead, so the
     RL pool keeps its number of games, each household gets more, and the
-    warm start's games stay the same; "generated_eval" is then theirs."""
+    warm start's games stay the same; "generated_eval" is then theirs.
+
+    ``task_types`` (empty: all six) narrows every split's games to those
+    types, each game's type drawn among those its room can pose."""
 
     households: int
     pool: int
@@ -243,10 +251,14 @@ class HouseholdSplit:
     room_size: str = "medium"
     seed: int = 0
     drawn: int = 0
+    task_types: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not 0 <= self.drawn <= self.pool:
             raise ValueError(f"drawn={self.drawn} must be in [0, pool={self.pool}]")
+        unknown = [t for t in self.task_types if t not in TASK_TYPES]
+        if unknown:
+            raise ValueError(f"unknown task types {unknown}; valid: {', '.join(TASK_TYPES)}")
 
     def members(self) -> tuple[Household, ...]:
         """Pool, warm start's, unseen; built once per split (the split is frozen)."""
@@ -260,17 +272,18 @@ class HouseholdSplit:
             return tuple(self.game(i) for i in range(n))
         if split == "generated_eval":
             return household_games(self.rl_members(), n, self.seed + SEEN_EVAL_OFFSET,
-                                   self.home_rate)
+                                   self.home_rate, task_types=self.task_types)
         if split == "generated_unseen":
             if not self.unseen:
                 raise ValueError("split generated_unseen needs unseen households (0 here)")
             return household_games(members[self.households:], n, self.seed + UNSEEN_EVAL_OFFSET,
-                                   self.home_rate)
+                                   self.home_rate, task_types=self.task_types)
         raise ValueError(f"unknown household split {split!r}; valid: {SPLITS}")
 
     def game(self, train_index: int) -> GameRecord:
         """Training game ``train_index`` (split "generated"), made alone."""
-        return household_game(self._dealt(train_index), self.seed + train_index, self.home_rate)
+        return household_game(self._dealt(train_index), self.seed + train_index, self.home_rate,
+                              task_types=self.task_types)
 
     def rl_members(self) -> tuple[Household, ...]:
         """The households RL draws games of: the pool's first ``drawn`` (or all)."""

@@ -20,7 +20,7 @@ class EnvSpec:
     eval_split: str = "generated_eval"  # ALFWorld: valid_unseen at paper scale
     num_generated: int = 400
     """Generated training games (ALFWorld generated split); eval gets a quarter."""
-    # ALFWorld generated games: restrict to these task types (empty = all six)
+    # ALFWorld generated games and households: restrict to these task types (empty = all six)
     task_types: tuple[str, ...] = ()
     # ALFWorld generated games: full | small (a curriculum for tiny models) |
     # medium (the households' rooms: kinds told apart by their numbers)

@@ -23,10 +23,7 @@ def _alfworld_games(split: str, num_generated: int, seed: int, task_types: tuple
     from crl_jax.envs.alfworld_data import load_games
     from crl_jax.envs.alfworld_generator import generate_games
 
-    if households is not None:  # an alfworld_households.HouseholdSplit
-        if task_types:
-            raise ValueError("env.task_types does not apply to households (a household poses "
-                             "the tasks its room allows)")
+    if households is not None:  # an alfworld_households.HouseholdSplit (holds env.task_types)
         return households.games(split, num_generated if split == "generated"
                                 else max(64, num_generated // 4))
     if split == "generated_unseen":
@@ -91,4 +88,5 @@ def household_split(cfg):
         return None
     from crl_jax.envs.alfworld_households import HouseholdSplit
     return HouseholdSplit(e.households, e.pool_households, e.unseen_households, e.home_rate,
-                          e.room_size, cfg.warm_start.seed, e.drawn_households)
+                          e.room_size, cfg.warm_start.seed, e.drawn_households,
+                          tuple(e.task_types))

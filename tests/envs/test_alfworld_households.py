@@ -171,6 +171,27 @@ def test_drawn_narrows_rl_to_the_pools_first_households_and_keeps_the_warm_start
         HouseholdSplit(households=6, pool=3, drawn=4)
 
 
+def test_task_types_narrow_every_split_and_change_only_the_type_draw():
+    kept = ("pick_and_place_simple", "pick_clean_then_place_in_recep")
+    whole = HouseholdSplit(households=6, pool=2, unseen=1, home_rate=0.5)
+    narrow = HouseholdSplit(households=6, pool=2, unseen=1, home_rate=0.5, task_types=kept)
+    for split, n in (("generated", 24), ("generated_eval", 8), ("generated_unseen", 4)):
+        assert {g.task_type for g in narrow.games(split, n)} <= set(kept)
+    assert {g.task_type for g in narrow.games("generated", 24)} == set(kept)
+    # narrowing changes which type a game poses, nothing else: where the
+    # two splits draw the same type, the game is the same record
+    pairs = list(zip(whole.games("generated", 24), narrow.games("generated", 24)))
+    same = [(a, b) for a, b in pairs if a.task_type == b.task_type]
+    assert same and all(a == b for a, b in same)
+    assert any(a.task_type not in kept for a, _ in pairs)  # the default poses other types
+    with pytest.raises(ValueError, match="unknown task types"):
+        HouseholdSplit(households=6, pool=2, task_types=("pick_three",))
+    # a room without a lamp holder cannot pose look_at_obj_in_light
+    room = next(h for h in households(30) if "look_at_obj_in_light" not in h.task_types())
+    with pytest.raises(ValueError, match="can pose none of"):
+        household_game(room, 0, task_types=("look_at_obj_in_light",))
+
+
 def test_bad_arguments_are_clear_errors():
     with pytest.raises(ValueError, match="home_rate"):
         household_game(make_household(0), 0, home_rate=1.5)

@@ -1,0 +1,135 @@
+"""Held-out success by ALFWorld task type, free and guided, from a run's
+latest checkpoint: which goals a lesson (the bank's, or the oracle's) helps
+the actor win, and which it cannot.
+
+    python experiments/diagnostics/success_by_type.py RUN_DIR [RUN_DIR ...] [--games=128] [--json_out=F]
+
+Each run is rebuilt from its config.json (its warm start must be in the
+cache), its actor and bank restored from the latest checkpoint, and the
+first --games held-out games of the pool's households played twice with
+the evaluation's seed: free, and guided (each episode reads what the run's
+guided episodes read). A run without experience plays free only. Per task
+type: games, success free / guided, guided minus free, and the actions of
+won episodes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import tempfile
+
+import numpy as np
+import tyro
+
+from experiments.diagnostics.warm_start_probe import write_report
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    runs: tyro.conf.Positional[tuple[str, ...]]
+    """Run directories (each with config.json and checkpoints/)."""
+    games: int = 128
+    """Held-out games to play per mode (the first of the eval split)."""
+    json_out: str | None = None
+    """Also write the tables as JSON here."""
+
+
+def by_type(won, actions, types) -> dict[str, dict]:
+    """{task type (and "all"): {"games", "success", "actions_when_won"}}
+    of episodes given as parallel sequences: won (bool), actions, type."""
+    won, actions, types = np.asarray(won, bool), np.asarray(actions, float), np.asarray(types)
+    out = {}
+    for name in [*sorted(set(types.tolist())), "all"]:
+        part = np.ones(len(types), bool) if name == "all" else types == name
+        wins = actions[part & won]
+        out[name] = {"games": int(part.sum()), "success": float(won[part].mean()),
+                     "actions_when_won": float(wins.mean()) if wins.size else float("nan")}
+    return out
+
+
+def table(free: dict, guided: dict | None) -> str:
+    """Markdown rows of ``by_type`` results, free beside guided."""
+    head = "| task type | games | free | guided | guided - free | actions won free | guided |"
+    lines = [head, "|---|" + "---|" * 6]
+    for name, f in free.items():
+        g = (guided or {}).get(name)
+        cells = [name, str(f["games"]), f"{f['success']:.2f}",
+                 f"{g['success']:.2f}" if g else "-",
+                 f"{g['success'] - f['success']:+.2f}" if g else "-",
+                 f"{f['actions_when_won']:.1f}", f"{g['actions_when_won']:.1f}" if g else "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def play_by_type(run, games: int) -> dict[str, dict]:
+    """{"free": by_type, "guided": by_type (runs with experience)} on the
+    first ``games`` held-out games of ``run`` (crl_jax Run, restored)."""
+    from crl_jax.training.evaluation import EVAL_SEED
+    from crl_jax.training.logs import progress_bar
+    from crl_jax.training.step import retriever
+
+    src = run.eval_sources[0]
+    tasks = list(src.tasks[:games])
+    envs = [src.make() for _ in tasks]
+    try:
+        types = [envs[0].games[t].task_type for t in tasks]
+        out, modes = {}, ("free", "guided") if run.use_experience else ("free",)
+        bar = progress_bar(len(modes) * len(tasks), "held-out games by type", "episode")
+        for mode in modes:
+            guided = mode == "guided"
+            read = retriever(run, src.env_name, tasks, [guided] * len(tasks), record=False,
+                             split="eval") if guided else None
+            eps = run.engine.play(envs, tasks, [guided] * len(tasks), read, seed=EVAL_SEED,
+                                  progress=bar.update, judge=run.cfg.judge if guided else None)
+            out[mode] = by_type([e.won for e in eps], [e.num_actions for e in eps], types)
+        bar.close()
+        return out
+    finally:
+        for env in envs:
+            env.close()
+
+
+def measure(run_dir: str, games: int) -> dict:
+    from crl_jax.training.checkpointing import RunCheckpointer
+    from crl_jax.training.components import build_run
+    from crl_jax.training.config import RunConfig
+    from crl_jax.training.config_io import load_config_json
+    from crl_jax.training.loop import restore_checkpoint
+    from crl_jax.training.step import RunState
+
+    cfg = load_config_json(RunConfig, os.path.join(run_dir, "config.json"))
+    if not cfg.env.names[0].startswith("alfworld"):
+        raise ValueError(f"{run_dir}: task types are ALFWorld's; this run plays {cfg.env.names}")
+    run = build_run(cfg, tempfile.mkdtemp(prefix="success_by_type_"))
+    try:
+        with RunCheckpointer(os.path.join(run_dir, "checkpoints"), async_save=False) as ckpt:
+            step = ckpt.latest_step()
+            if step is None:
+                raise ValueError(f"{run_dir}: no checkpoint to restore")
+            restore_checkpoint(run, ckpt, RunState.fresh(cfg.train.seed))
+        return {"step": step, **play_by_type(run, games)}
+    finally:
+        run.close()
+
+
+def main(argv=None) -> int:
+    c = tyro.cli(Command, args=sys.argv[1:] if argv is None else argv, description=__doc__)
+    if c.games < 1:
+        print("error: --games must be >= 1", file=sys.stderr)
+        return 2
+    report = {}
+    for run_dir in c.runs:
+        try:
+            report[run_dir] = got = measure(run_dir, c.games)
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"\n{os.path.basename(run_dir.rstrip('/'))} (checkpoint {got['step']}):")
+        print(table(got["free"], got.get("guided")))
+    write_report(report, c.json_out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""experiments/diagnostics/success_by_type.py's grouping and table on
+hand-made episodes, each value worked by hand."""
+import math
+
+from experiments.diagnostics import success_by_type
+
+
+def test_by_type_by_hand():
+    won = [True, False, True, True, False]
+    actions = [4, 10, 6, 8, 10]
+    types = ["pick", "pick", "pick", "clean", "two"]
+    got = success_by_type.by_type(won, actions, types)
+    assert list(got) == ["clean", "pick", "two", "all"]
+    assert got["pick"] == {"games": 3, "success": 2 / 3, "actions_when_won": 5.0}
+    assert got["clean"] == {"games": 1, "success": 1.0, "actions_when_won": 8.0}
+    assert got["two"]["games"] == 1 and got["two"]["success"] == 0.0
+    assert math.isnan(got["two"]["actions_when_won"])  # no win: no actions to average
+    assert got["all"] == {"games": 5, "success": 0.6, "actions_when_won": 6.0}
+
+
+def test_table_free_beside_guided():
+    free = success_by_type.by_type([False, True], [10, 7], ["pick", "pick"])
+    guided = success_by_type.by_type([True, True], [5, 5], ["pick", "pick"])
+    lines = success_by_type.table(free, guided).splitlines()
+    assert lines[2] == "| pick | 2 | 0.50 | 1.00 | +0.50 | 7.0 | 5.0 |"
+    assert lines[3] == "| all | 2 | 0.50 | 1.00 | +0.50 | 7.0 | 5.0 |"
+    # a run without experience: its guided cells are empty
+    assert success_by_type.table(free, None).splitlines()[2] == "| pick | 2 | 0.50 | - | - | 7.0 | - |"
+
+
+def test_rejects_no_games(capsys):
+    assert success_by_type.main(["some_run", "--games=0"]) == 2
+    assert "--games must be >= 1" in capsys.readouterr().err
