@@ -137,15 +137,17 @@ def _bool_word(text: str) -> str:
 
 
 def normalize_args(cls: type, args: Sequence[str]) -> list[str]:
-    """Command-line words with config booleans spelt as tyro wants them:
-    ``--a.flag=true`` (or yes/1/on) becomes ``--a.flag=True``."""
+    """Command-line words spelt as tyro wants them, as overrides spell them:
+    ``--a.flag=true`` (or yes/1/on) becomes ``--a.flag=True``, and a
+    sequence ``--a.items=x,y`` (or ``=["x", "y"]``) ``--a.items x y``."""
     types = leaf_types(cls)
     out = []
     for arg in args:
         key, sep, value = arg.partition("=")
-        if sep and key.startswith("--") and _is_bool(types.get(key[2:])):
-            arg = f"{key}={_bool_word(value)}"
-        out.append(arg)
+        if sep and key.startswith("--") and key[2:] in types:
+            out.extend(_override_words(cls, key[2:], value))
+        else:
+            out.append(arg)
     return out
 
 

@@ -39,6 +39,22 @@ def test_overrides_parse_each_type(alfworld):
     assert config_io.apply_overrides(alfworld, ["train.steps=3", "train.steps=5"]).train.steps == 5
 
 
+def test_command_line_spells_sequences_and_booleans_as_overrides_do():
+    words = config_io.normalize_args(RunConfig, [
+        "--env.task_types=pick_and_place_simple,look_at_obj_in_light",
+        "--env.names=[\"alfworld\"]", "--experience.search_and_ask=yes", "--train.steps=3",
+        "--env.task_types", "x", "--config=alfworld_cpu"])
+    assert words == ["--env.task_types", "pick_and_place_simple", "look_at_obj_in_light",
+                     "--env.names", "alfworld", "--experience.search_and_ask=True",
+                     "--train.steps=3", "--env.task_types", "x", "--config=alfworld_cpu"]
+    # ... so a run's command line and its figure arm's overrides make one config
+    from experiments.diagnostics.expert_turn_cap import Command
+    cmd = config_io.parse_preset_command(
+        Command, ["--config=alfworld_cpu", "--env.task_types=pick_and_place_simple,"
+                  "look_at_obj_in_light"], "alfworld_cpu", "", presets=PRESETS)
+    assert cmd.cfg.env.task_types == ("pick_and_place_simple", "look_at_obj_in_light")
+
+
 @pytest.mark.parametrize("override, words", [
     ("train.stepz=3", ["train.stepz", "train.steps"]),  # the closest key is suggested
     ("train.steps=x", ["train.steps", "INT"]),
