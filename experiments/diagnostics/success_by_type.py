@@ -10,7 +10,7 @@ first --games held-out games of the pool's households played twice with
 the evaluation's seed: free, and guided (each episode reads what the run's
 guided episodes read). A run without experience plays free only. Per task
 type: games, success free / guided, guided minus free, and the actions of
-won episodes.
+won episodes; with several runs (a group's seeds), also all of them pooled.
 """
 from __future__ import annotations
 
@@ -46,6 +46,23 @@ def by_type(won, actions, types) -> dict[str, dict]:
         out[name] = {"games": int(part.sum()), "success": float(won[part].mean()),
                      "actions_when_won": float(wins.mean()) if wins.size else float("nan")}
     return out
+
+
+def pool(results: list[dict]) -> dict[str, dict]:
+    """``by_type`` results of several runs as one: games and wins summed,
+    the actions of won episodes averaged over every win."""
+    out: dict[str, dict] = {}
+    for result in results:
+        for name, r in result.items():
+            o = out.setdefault(name, {"games": 0, "wins": 0.0, "actions": 0.0})
+            wins = r["success"] * r["games"]
+            o["games"] += r["games"]
+            o["wins"] += wins
+            o["actions"] += wins * r["actions_when_won"] if wins else 0.0
+    names = sorted(n for n in out if n != "all") + (["all"] if "all" in out else [])
+    return {n: {"games": out[n]["games"], "success": out[n]["wins"] / out[n]["games"],
+                "actions_when_won": out[n]["actions"] / out[n]["wins"] if out[n]["wins"]
+                else float("nan")} for n in names}
 
 
 def table(free: dict, guided: dict | None) -> str:
@@ -127,6 +144,12 @@ def main(argv=None) -> int:
             return 2
         print(f"\n{os.path.basename(run_dir.rstrip('/'))} (checkpoint {got['step']}):")
         print(table(got["free"], got.get("guided")))
+    if len(report) > 1:
+        runs = list(report.values())
+        guided = [r["guided"] for r in runs if "guided" in r]
+        print(f"\nthe {len(runs)} runs pooled:")
+        print(table(pool([r["free"] for r in runs]),
+                    pool(guided) if len(guided) == len(runs) else None))
     write_report(report, c.json_out)
     return 0
 

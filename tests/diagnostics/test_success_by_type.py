@@ -2,6 +2,8 @@
 hand-made episodes, each value worked by hand."""
 import math
 
+import pytest
+
 from experiments.diagnostics import success_by_type
 
 
@@ -26,6 +28,20 @@ def test_table_free_beside_guided():
     assert lines[3] == "| all | 2 | 0.50 | 1.00 | +0.50 | 7.0 | 5.0 |"
     # a run without experience: its guided cells are empty
     assert success_by_type.table(free, None).splitlines()[2] == "| pick | 2 | 0.50 | - | - | 7.0 | - |"
+
+
+def test_pool_sums_games_and_wins():
+    a = success_by_type.by_type([True, False], [4, 10], ["pick", "pick"])
+    b = success_by_type.by_type([True, True, False], [8, 6, 10], ["pick", "two", "two"])
+    got = success_by_type.pool([a, b])
+    assert list(got) == ["pick", "two", "all"]
+    # pick: wins 1 + 1 of 3 games, actions (4 + 8) / 2; two: 1 of 2, 6 actions
+    assert got["pick"] == {"games": 3, "success": 2 / 3, "actions_when_won": 6.0}
+    assert got["two"] == {"games": 2, "success": 0.5, "actions_when_won": 6.0}
+    assert got["all"]["games"] == 5 and got["all"]["success"] == pytest.approx(0.6)
+    assert got["all"]["actions_when_won"] == pytest.approx(6.0)
+    lost = success_by_type.pool([success_by_type.by_type([False], [10], ["two"])])
+    assert math.isnan(lost["two"]["actions_when_won"])
 
 
 def test_rejects_no_games(capsys):
