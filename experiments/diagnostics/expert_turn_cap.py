@@ -7,7 +7,7 @@ the RL pool's games.
 
     python experiments/diagnostics/expert_turn_cap.py --config=alfworld_cpu [--games=300] [--caps 8 10 12 15 20]
     python experiments/diagnostics/expert_turn_cap.py --config=minihack_room_cpu --caps 4 5 6 8 10
-    python experiments/diagnostics/expert_turn_cap.py --config=alfworld_households_cpu
+    python experiments/diagnostics/expert_turn_cap.py --config=alfworld_households_cpu [--by_type=10]
 
 A game counts as won at cap c when the expert wins within c actions. The
 cap at which searching often fails and the informed expert still wins is
@@ -41,10 +41,13 @@ class Command:
     """Turn caps to report."""
     longest: int = 60
     """The turn cap the experts play under (above every reported cap)."""
+    by_type: int = 0
+    """Also print each expert's wins within this cap per task type (0: no)."""
 
 
 def measure(cfg: RunConfig, games: int, longest: int, seed: int = 0) -> dict[str, list]:
-    """Actions each expert needed per game (None: lost within ``longest``)."""
+    """Actions each expert needed per game (None: lost within ``longest``);
+    under "task type", each game's (ALFWorld)."""
     from crl_jax.envs.registry import make_expert
     from crl_jax.training.components import task_sources
     from crl_jax.training.guided_demos import (corrupt_plan, own_plan_demo, plan_expert,
@@ -68,7 +71,9 @@ def measure(cfg: RunConfig, games: int, longest: int, seed: int = 0) -> dict[str
         from crl_jax.envs.alfworld_lessons import lesson_steps
         from crl_jax.training.lesson_demos import LessonBook
         book = LessonBook(split)
+    types = []
     for task in src.tasks[:games]:
+        types.append(env.games[task].task_type if hasattr(env, "games") else "")
         demo = play_expert(env, task, make_expert(src.expert), longest, src.env_name)
         out["searching"].append(len(demo.actions) if demo.won else None)
         if split is not None:
@@ -90,7 +95,7 @@ def measure(cfg: RunConfig, games: int, longest: int, seed: int = 0) -> dict[str
                             src.env_name)
             out[name].append(len(d.actions) if d.won else None)
     env.close()
-    return out
+    return {**out, "task type": types}
 
 
 def report(results: dict[str, list], caps: tuple[int, ...]) -> str:
@@ -114,11 +119,33 @@ def actions_ratio_report(results: dict[str, list], caps: tuple[int, ...]) -> str
     def mean_within(counts, cap):
         won = [n for n in counts if n is not None and n <= cap]
         return float(np.mean(won)) if won else float("nan")
-    lines = ["| cap | searching: actions when won | own plan: actions when won | searching / own plan |",
-             "|---|---|---|---|"]
+    lesson = "household lesson" in results  # households: the lesson's column too
+    lines = ["| cap | searching: actions when won | own plan: actions when won | searching / own plan |"
+             + (" household lesson: actions when won | searching / lesson |" if lesson else ""),
+             "|---|---|---|---|" + ("---|---|" if lesson else "")]
     for c in caps:
         a, b = mean_within(results["searching"], c), mean_within(results["own plan"], c)
-        lines.append(f"| {c} | {a:.1f} | {b:.1f} | {a / b:.2f}x |")
+        row = f"| {c} | {a:.1f} | {b:.1f} | {a / b:.2f}x |"
+        if lesson:
+            h = mean_within(results["household lesson"], c)
+            row += f" {h:.1f} | {a / h:.2f}x |"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def by_type_report(results: dict[str, list], types: list[str], cap: int) -> str:
+    """Each expert's share of games won within ``cap`` (and the actions of
+    those wins), per task type; ``types[i]`` is game i's."""
+    names = list(results)
+    lines = ["| task type | games | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for tt in sorted(set(types)):
+        idx = [i for i, t in enumerate(types) if t == tt]
+        cells = []
+        for name in names:
+            won = [results[name][i] for i in idx
+                   if results[name][i] is not None and results[name][i] <= cap]
+            cells.append(f"{len(won) / len(idx):.2f} ({np.mean(won):.1f})" if won else "0.00")
+        lines.append(f"| {tt} | {len(idx)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -131,12 +158,16 @@ def main(argv=None) -> int:
               "MiniHack's open rooms have)", file=sys.stderr)
         return 2
     results = measure(command.cfg, command.games, command.longest)
+    types = results.pop("task type")
     where = (f" (room size {command.cfg.env.room_size})"
              if command.cfg.env.names[0].startswith("alfworld") else "")
     print(f"{command.games} training games of {command.config}{where}:")
     print(report(results, command.caps))
     print("\nActions of the games won within each cap:")
     print(actions_ratio_report(results, command.caps))
+    if command.by_type:
+        print(f"\nWon within {command.by_type} actions by task type (actions of those wins):")
+        print(by_type_report(results, types, command.by_type))
     return 0
 
 

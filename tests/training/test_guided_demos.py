@@ -188,6 +188,20 @@ def test_the_expert_actions_ratio_counts_only_the_games_won_within_each_cap():
     assert rows[1] == "| 10 | 6.3 | 4.2 | 1.49x |"
 
 
+def test_the_expert_tables_add_the_household_lesson_and_split_by_task_type():
+    from experiments.diagnostics.expert_turn_cap import actions_ratio_report, by_type_report
+    results = {"searching": [9, None, 6, 12], "own plan": [4, 5, 4, 6],
+               "household lesson": [6, 8, 4, 7]}
+    row = actions_ratio_report(results, (10,)).splitlines()[2]
+    # searching won in 9 and 6 (7.5); own plan 4, 5, 4, 6 (4.75); lesson 6, 8, 4, 7 (6.25)
+    assert row == "| 10 | 7.5 | 4.8 | 1.58x | 6.2 | 1.20x |"
+    lines = by_type_report(results, ["two", "two", "pick", "pick"], 10).splitlines()
+    assert lines[0] == "| task type | games | searching | own plan | household lesson |"
+    # pick: searching won game 2 only (6 actions); two: game 0 (9), lost game 1
+    assert lines[2] == "| pick | 2 | 0.50 (6.0) | 1.00 (5.0) | 1.00 (5.5) |"
+    assert lines[3] == "| two | 2 | 0.50 (9.0) | 1.00 (4.5) | 1.00 (7.0) |"
+
+
 def test_a_seen_peer_names_objects_the_game_shows_of_another_type_than_the_goals():
     from crl_jax.envs.alfworld_expert import parse_seen
     from crl_jax.training.guided_demos import seen_peers, taken_objects
