@@ -2,7 +2,8 @@
 latest checkpoint: which goals a lesson (the bank's, or the oracle's) helps
 the actor win, and which it cannot.
 
-    python experiments/diagnostics/success_by_type.py RUN_DIR [RUN_DIR ...] [--games=128] [--json_out=F]
+    python experiments/diagnostics/success_by_type.py RUN_DIR [RUN_DIR ...] [--games=64] \\
+        [--without=pick_two_obj_and_place] [--json_out=F]
 
 Each run is rebuilt from its config.json (its warm start must be in the
 cache), its actor and bank restored from the latest checkpoint, and the
@@ -29,19 +30,24 @@ from experiments.diagnostics.warm_start_probe import write_report
 class Command:
     runs: tyro.conf.Positional[tuple[str, ...]]
     """Run directories (each with config.json and checkpoints/)."""
-    games: int = 128
-    """Held-out games to play per mode (the first of the eval split)."""
+    games: int = 64
+    """Held-out games to play per mode: the first of the run's (at most its
+    env.num_eval_tasks, the games its evaluations play)."""
+    without: str = ""
+    """Also a row of every game but this task type's (e.g. pick_two_obj_and_place)."""
     json_out: str | None = None
     """Also write the tables as JSON here."""
 
 
-def by_type(won, actions, types) -> dict[str, dict]:
-    """{task type (and "all"): {"games", "success", "actions_when_won"}}
-    of episodes given as parallel sequences: won (bool), actions, type."""
+def by_type(won, actions, types, without: str = "") -> dict[str, dict]:
+    """{task type (and "all", and "all without T" for ``without`` T):
+    {"games", "success", "actions_when_won"}} of episodes given as parallel
+    sequences: won (bool), actions, type."""
     won, actions, types = np.asarray(won, bool), np.asarray(actions, float), np.asarray(types)
-    out = {}
-    for name in [*sorted(set(types.tolist())), "all"]:
-        part = np.ones(len(types), bool) if name == "all" else types == name
+    out, rows = {}, [*sorted(set(types.tolist())), "all"]
+    for name in rows + ([f"all without {without}"] if without else []):
+        part = (np.ones(len(types), bool) if name == "all" else
+                types != without if name.startswith("all without ") else types == name)
         wins = actions[part & won]
         out[name] = {"games": int(part.sum()), "success": float(won[part].mean()),
                      "actions_when_won": float(wins.mean()) if wins.size else float("nan")}
@@ -59,7 +65,8 @@ def pool(results: list[dict]) -> dict[str, dict]:
             o["games"] += r["games"]
             o["wins"] += wins
             o["actions"] += wins * r["actions_when_won"] if wins else 0.0
-    names = sorted(n for n in out if n != "all") + (["all"] if "all" in out else [])
+    names = sorted(n for n in out if not n.startswith("all")) + sorted(
+        n for n in out if n.startswith("all"))
     return {n: {"games": out[n]["games"], "success": out[n]["wins"] / out[n]["games"],
                 "actions_when_won": out[n]["actions"] / out[n]["wins"] if out[n]["wins"]
                 else float("nan")} for n in names}
@@ -79,7 +86,7 @@ def table(free: dict, guided: dict | None) -> str:
     return "\n".join(lines)
 
 
-def play_by_type(run, games: int) -> dict[str, dict]:
+def play_by_type(run, games: int, without: str = "") -> dict[str, dict]:
     """{"free": by_type, "guided": by_type (runs with experience)} on the
     first ``games`` held-out games of ``run`` (crl_jax Run, restored)."""
     from crl_jax.training.evaluation import EVAL_SEED
@@ -99,7 +106,8 @@ def play_by_type(run, games: int) -> dict[str, dict]:
                              split="eval") if guided else None
             eps = run.engine.play(envs, tasks, [guided] * len(tasks), read, seed=EVAL_SEED,
                                   progress=bar.update, judge=run.cfg.judge if guided else None)
-            out[mode] = by_type([e.won for e in eps], [e.num_actions for e in eps], types)
+            out[mode] = by_type([e.won for e in eps], [e.num_actions for e in eps], types,
+                                without)
         bar.close()
         return out
     finally:
@@ -107,7 +115,7 @@ def play_by_type(run, games: int) -> dict[str, dict]:
             env.close()
 
 
-def measure(run_dir: str, games: int) -> dict:
+def measure(run_dir: str, games: int, without: str = "") -> dict:
     from crl_jax.training.checkpointing import RunCheckpointer
     from crl_jax.training.components import build_run
     from crl_jax.training.config import RunConfig
@@ -125,7 +133,7 @@ def measure(run_dir: str, games: int) -> dict:
             if step is None:
                 raise ValueError(f"{run_dir}: no checkpoint to restore")
             restore_checkpoint(run, ckpt, RunState.fresh(cfg.train.seed))
-        return {"step": step, **play_by_type(run, games)}
+        return {"step": step, **play_by_type(run, games, without)}
     finally:
         run.close()
 
@@ -138,7 +146,7 @@ def main(argv=None) -> int:
     report = {}
     for run_dir in c.runs:
         try:
-            report[run_dir] = got = measure(run_dir, c.games)
+            report[run_dir] = got = measure(run_dir, c.games, c.without)
         except (FileNotFoundError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

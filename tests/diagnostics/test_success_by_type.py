@@ -20,6 +20,16 @@ def test_by_type_by_hand():
     assert got["all"] == {"games": 5, "success": 0.6, "actions_when_won": 6.0}
 
 
+def test_a_row_without_one_type():
+    got = success_by_type.by_type([True, False, False, True], [4, 10, 10, 6],
+                                  ["pick", "two", "two", "clean"], without="two")
+    assert list(got) == ["clean", "pick", "two", "all", "all without two"]
+    assert got["all without two"] == {"games": 2, "success": 1.0, "actions_when_won": 5.0}
+    pooled = success_by_type.pool([got, got])
+    assert list(pooled)[-2:] == ["all", "all without two"]
+    assert pooled["all without two"]["games"] == 4
+
+
 def test_table_free_beside_guided():
     free = success_by_type.by_type([False, True], [10, 7], ["pick", "pick"])
     guided = success_by_type.by_type([True, True], [5, 5], ["pick", "pick"])
