@@ -362,7 +362,24 @@ _FOUR_FIVE = "one-home lessons taught and shown, 4 households drawn, no two-obje
 FOUR_FIVE = (Variant(f"{ORACLE}, {_FOUR_FIVE}", "oracle",
                      ("controls.oracle_source=lessonfirst", *FOUR_READ, EVERY_TYPE[1],
                       *FIVE_TYPES)),
+             # ... the learned recipe of FOUR_EVERY (merged lessons crediting
+             # their writers) and its controls, added once the oracle trained
+             # 1.41x GRPO here on seeds 0 and 1
+             Variant(f"{COMP}, {_TAUGHT_LONGER}, {_CREDITING}, {_FOUR_FIVE}",
+                     extra=(*TAUGHT_LONGER, *CREDITING, *FIVE_TYPES)),
+             Variant(f"Static Online Exp., {_TAUGHT_LONGER}, {_FOUR_FIVE}", "static_online",
+                     (*TAUGHT_LONGER, *FIVE_TYPES)),
+             Variant(f"{COMP}, {_TAUGHT_LONGER}, {_CREDITING}, another household's lessons, "
+                     f"{_FOUR_FIVE}", extra=(*TAUGHT_LONGER, *CREDITING,
+                                             "controls.lesson_room=other", *FIVE_TYPES)),
              Variant(f"GRPO, {_FOUR_FIVE}", "none", (*FOUR_READ, EVERY_TYPE[1], *FIVE_TYPES)))
+# ... and without two-object goals (FOUR_FIVE's regime, no homes)
+_FIVE_NONE = f"{_FOUR_NONE}, no two-object goals"
+FIVE_NONE = (Variant(f"{COMP}, {_TAUGHT_LONGER}, {_CREDITING}, {_FIVE_NONE}",
+                     extra=(*FOUR_NONE_READ, *TAUGHT_LONGER[len(FOUR_READ):], *CREDITING,
+                            *FIVE_TYPES)),
+             Variant(f"GRPO, {_FIVE_NONE}", "none", (*FOUR_NONE_READ, EVERY_TYPE[1],
+                                                      *FIVE_TYPES)))
 # ... and where objects have no homes (env.home_rate=0, their own warm
 # starts): lessons that pay by transfer must stop paying.
 _NO_HOMES = tuple(o for o in ONE_HOME if not o.startswith("env.home_rate=")) + NO_HOMES
@@ -399,6 +416,9 @@ GROUPS = ((HOMES, f"home rate {load_preset(PRESET).env.home_rate:g}"),
                         "warm-start rate decayed, one-home lessons, 4 households drawn, 12 turns"),
           (FOUR_FIVE, "home rate 0.8, 200 warm-start households, lesson walks repeated, "
                       "warm-start rate decayed, one-home lessons, 4 households drawn, "
+                      "no two-object goals"),
+          (FIVE_NONE, "no homes (home rate 0), 200 warm-start households, lesson walks "
+                      "repeated, warm-start rate decayed, one-home lessons, 4 households drawn, "
                       "no two-object goals"),
           (FIRST_NONE, "no homes (home rate 0), 200 warm-start households, lesson walks "
                        "repeated, warm-start rate decayed, one-home lessons"))

@@ -11,7 +11,7 @@ from experiments.studies import household_arms, households
 
 def test_arms_differ_from_their_grpo_by_mode_and_control_only():
     arms = households.arms("full")
-    assert len(arms) == 264 and households.arms("quick") == []
+    assert len(arms) == 279 and households.arms("quick") == []
     assert households.make("", "quick", "") == []
     homes = variant_arms(household_arms.PRESET, "full", household_arms.HOMES)
     grpo = [a for a in homes if a.label == household_arms.BASE]
