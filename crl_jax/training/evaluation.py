@@ -44,13 +44,8 @@ class Evaluator:
             for name, guided in self.modes():
                 episodes = []
                 for src in sources:
-                    tasks = src.tasks[: run.cfg.env.num_eval_tasks]
-                    flags = [guided] * len(tasks)
-                    read = (retriever(run, src.env_name, tasks, flags, record=False, split=split)
-                            if guided else None)
-                    got = run.engine.play(self._envs_for(split, src, len(tasks)), tasks, flags,
-                                          read, seed=EVAL_SEED, progress=bar.update,
-                                          judge=run.cfg.judge if guided else None)
+                    got = self.play(split, src, src.tasks[: run.cfg.env.num_eval_tasks],
+                                    guided, bar.update)
                     if len(sources) > 1:  # mixtures: each environment's own numbers too
                         out.update(batch_metrics(got, prefix=f"eval_{prefix}{name}/{src.env_name}/"))
                     episodes += got
@@ -62,6 +57,16 @@ class Evaluator:
             out.update(lesson_accuracy(run.manager.bank.snapshot.entries.values(),
                                        household_split(run.cfg)))
         return out
+
+    def play(self, split: str, src, tasks, guided: bool, progress=None) -> list:
+        """Episodes of ``tasks`` of ``src`` (held-out ``split``: eval or
+        unseen), all guided or all free, with the evaluation's seed."""
+        run, flags = self.run, [guided] * len(tasks)
+        read = (retriever(run, src.env_name, tasks, flags, record=False, split=split)
+                if guided else None)
+        return run.engine.play(self._envs_for(split, src, len(tasks)), tasks, flags, read,
+                               seed=EVAL_SEED, progress=progress,
+                               judge=run.cfg.judge if guided else None)
 
     def close(self) -> None:
         for envs in self._envs.values():

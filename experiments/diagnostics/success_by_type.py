@@ -88,31 +88,27 @@ def table(free: dict, guided: dict | None) -> str:
 
 def play_by_type(run, games: int, without: str = "") -> dict[str, dict]:
     """{"free": by_type, "guided": by_type (runs with experience)} on the
-    first ``games`` held-out games of ``run`` (crl_jax Run, restored)."""
-    from crl_jax.training.evaluation import EVAL_SEED
+    first ``games`` held-out games of ``run`` (crl_jax Run, restored),
+    played as its evaluations play them."""
+    from crl_jax.training.evaluation import Evaluator
     from crl_jax.training.logs import progress_bar
-    from crl_jax.training.step import retriever
 
-    src = run.eval_sources[0]
+    src, evaluator = run.eval_sources[0], Evaluator(run)
     tasks = list(src.tasks[:games])
-    envs = [src.make() for _ in tasks]
+    env = src.make()
+    types = [env.games[t].task_type for t in tasks]
+    env.close()
     try:
-        types = [envs[0].games[t].task_type for t in tasks]
         out, modes = {}, ("free", "guided") if run.use_experience else ("free",)
         bar = progress_bar(len(modes) * len(tasks), "held-out games by type", "episode")
         for mode in modes:
-            guided = mode == "guided"
-            read = retriever(run, src.env_name, tasks, [guided] * len(tasks), record=False,
-                             split="eval") if guided else None
-            eps = run.engine.play(envs, tasks, [guided] * len(tasks), read, seed=EVAL_SEED,
-                                  progress=bar.update, judge=run.cfg.judge if guided else None)
+            eps = evaluator.play("eval", src, tasks, mode == "guided", bar.update)
             out[mode] = by_type([e.won for e in eps], [e.num_actions for e in eps], types,
                                 without)
         bar.close()
         return out
     finally:
-        for env in envs:
-            env.close()
+        evaluator.close()
 
 
 def measure(run_dir: str, games: int, without: str = "") -> dict:
